@@ -1,0 +1,1 @@
+//! Virtual machines over physical hosts (spec §A).

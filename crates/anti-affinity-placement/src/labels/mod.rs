@@ -1,0 +1,1 @@
+//! Node labels naming the physical host, and their audit (spec §B).

@@ -1,0 +1,15 @@
+//! Hardware-aware anti-affinity.
+//!
+//! Three parts, one per module:
+//! - [`scheduler`]: node affinity, pod (anti-)affinity and topology spread
+//!   evaluated and placed with exactly kube-scheduler's semantics (spec §C);
+//! - [`hosts`]: virtual machines spread over physical hosts with soft or hard
+//!   anti-affinity, rebalancing and scale-down advice (spec §A);
+//! - [`labels`]: Node labels naming the physical host, and their audit
+//!   (spec §B).
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod hosts;
+pub mod labels;
+pub mod scheduler;

@@ -1,0 +1,1 @@
+//! kube-scheduler-exact pod placement (spec §C).
