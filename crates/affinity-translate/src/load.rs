@@ -527,3 +527,52 @@ fn known_mistake(key: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// The fuzzing entry point (`fuzz/fuzz_targets/node_agent_config.rs`, and
+/// the corpus replay test): loads `data`; if it loads, exercises the
+/// consumers of the configuration (fragments, concurrency, serialisation).
+/// Never panics for any input (that is what the fuzzer checks).
+pub fn fuzz_entry(data: &[u8]) {
+    let Ok(loaded) = load_json_bytes(data) else {
+        return;
+    };
+    let config = &loaded.config;
+    let mut classes: Vec<&str> = vec!["", "standard"];
+    classes.extend(
+        config
+            .load_affinity
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.storage_class()),
+    );
+    classes.extend(config.backup_pvc.iter().flatten().map(|(k, _)| k.as_str()));
+    let attached = ["node-1".to_owned()];
+    for class in classes {
+        for os in [crate::NodeOs::Linux, crate::NodeOs::Windows] {
+            let _ = crate::backup_fragment(
+                config,
+                &crate::BackupVolume {
+                    source_storage_class: class,
+                    wait_for_first_consumer: false,
+                    pv_node_affinity: None,
+                    attached_nodes: &attached,
+                },
+                os,
+            );
+            let _ = crate::restore_fragment(
+                config,
+                &crate::RestoreVolume {
+                    storage_class: class,
+                    wait_for_first_consumer: true,
+                    selected_node: Some("node-1"),
+                },
+                os,
+            );
+        }
+    }
+    let (concurrency, _) = crate::NodeConcurrency::compile(config.load_concurrency.as_ref());
+    let labels = BTreeMap::from([("kubernetes.io/hostname".to_owned(), "node-1".to_owned())]);
+    let _ = concurrency.for_labels(&labels);
+    let _ = serde_json::to_string(config);
+}
