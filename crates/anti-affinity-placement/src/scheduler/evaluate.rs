@@ -538,3 +538,23 @@ pub(crate) fn select(state: &ClusterState, eval: &CoreEval) -> Option<u32> {
     }
     best.map(|b| b.2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_max_normalisation_truncates_a_float_like_kube_scheduler() {
+        // 100 × (29 / 100) is 28.999999999999996 in float64: kube-scheduler
+        // yields 28 where integer arithmetic would give 29 (C.19).
+        assert_eq!(normalize_min_max(&[0, 29, 100]), vec![0, 28, 100]);
+        assert_eq!(normalize_min_max(&[-5, 0]), vec![0, 100]);
+        assert_eq!(normalize_min_max(&[3, 3]), vec![0, 0]);
+    }
+
+    #[test]
+    fn max_normalisation_uses_integer_division() {
+        assert_eq!(normalize_max(&[2, 11, 4]), vec![18, 100, 36]);
+        assert_eq!(normalize_max(&[0, 0]), vec![0, 0]);
+    }
+}
