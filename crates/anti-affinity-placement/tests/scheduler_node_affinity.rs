@@ -20,7 +20,8 @@ fn expr(key: &str, op: &str, values: &[&str]) -> Value {
 #[test]
 fn node_affinity_filter_table() {
     // (name, pod spec, node name, node labels, expected verdict)
-    let cases: Vec<(&str, Value, &str, Vec<(&str, &str)>, &str)> = vec![
+    type Row<'a> = (&'a str, Value, &'a str, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Row> = vec![
         (
             "missing labels",
             json!({"nodeSelector": {"foo": "bar"}}),

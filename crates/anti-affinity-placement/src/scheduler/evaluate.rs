@@ -166,7 +166,9 @@ pub(crate) fn interpod_filter(
                 }
             }
         }
-        if !pods_exist && !(pre.affinity.is_empty() && pre.self_match) {
+        // C.12: the first pod of a self-affine group.
+        let first_pod = pre.affinity.is_empty() && pre.self_match;
+        if !(pods_exist || first_pod) {
             return Some(Reason::AffinityRules);
         }
     }

@@ -89,6 +89,7 @@ pub(crate) struct PodClass {
 
 /// The four kinds of placed pods' terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(clippy::enum_variant_names)]
 pub(crate) enum TermKind {
     RequiredAffinity = 0,
     RequiredAntiAffinity = 1,
