@@ -1,5 +1,6 @@
 //! Place a 5-replica set with required anti-affinity on the physical-host
-//! label over a small cluster, then the same set with a topology spread
+//! label over a small cluster (one worker unlabelled), then guarded by a
+//! node affinity `Exists` on that label, then with a topology spread
 //! constraint, and print where each replica lands and why.
 //!
 //! Run: `cargo run -p anti-affinity-placement --example place_replicas`
@@ -61,6 +62,20 @@ fn main() {
     }
     if let Some(d) = diagnose(&state, &replica(9, &anti), "worker-2", &opts) {
         println!("  why not worker-2 for another replica? {}", d.explanation);
+    }
+
+    // Same, but only on nodes that carry the host label: closes the hole.
+    let mut guarded = anti.clone();
+    guarded["affinity"]["nodeAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": HOST_KEY, "operator": "Exists"}]}]}});
+    let mut state = ClusterState::new(&nodes, &[], &[], true);
+    let pods: Vec<Pod> = (0..5).map(|i| replica(i, &guarded)).collect();
+    match state.place_batch(&pods, &opts) {
+        Ok(r) => print(
+            "required podAntiAffinity + nodeAffinity `Exists` on the host key:",
+            &r.placements,
+        ),
+        Err(e) => eprintln!("error: {e}"),
     }
 
     let spread = json!({"containers": [], "topologySpreadConstraints": [{

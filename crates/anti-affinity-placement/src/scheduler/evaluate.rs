@@ -522,13 +522,16 @@ pub(crate) fn select(state: &ClusterState, eval: &CoreEval) -> Option<u32> {
     for (i, t) in total.iter_mut().enumerate() {
         *t = 2 * na.as_ref().map_or(0, |v| v[i]) + 2 * ip.as_ref().map_or(0, |v| v[i]);
     }
-    let score_of: IdMap<u32, i64> = eval.scored.iter().copied().zip(total).collect();
+    let mut score_of = vec![0i64; eval.reasons.len()];
+    for (i, t) in eval.scored.iter().zip(total) {
+        score_of[*i as usize] = t;
+    }
     let mut best: Option<(i64, &str, u32)> = None;
     for (i, r) in eval.reasons.iter().enumerate() {
         if r.is_some() {
             continue;
         }
-        let s = score_of.get(&(i as u32)).copied().unwrap_or(0);
+        let s = score_of[i];
         let name = state.nodes[i].name.as_str();
         let better = match best {
             None => true,
