@@ -162,7 +162,7 @@ fn parse_suffix(suffix: &str) -> Result<(u8, i64), QuantityError> {
                 return Err(classify(suffix));
             }
             let exponent: i64 = rest.parse().map_err(|_| QuantityError::TooLarge)?;
-            if exponent.abs() > 60 {
+            if exponent.unsigned_abs() > 60 {
                 // 10^60 nanos overflows; tiny exponents round to 1n or 0.
                 if exponent > 0 {
                     return Err(QuantityError::TooLarge);
@@ -259,6 +259,40 @@ mod tests {
         assert_eq!(Quantity::parse("1e999"), Err(QuantityError::TooLarge));
         assert_eq!(Quantity::parse("1Q"), Err(QuantityError::Format));
         assert_eq!(Quantity::parse("1K"), Err(QuantityError::Suffix));
+    }
+
+    #[test]
+    fn extreme_exponents_do_not_overflow() {
+        assert_eq!(nanos("1e-9223372036854775808"), 1);
+        assert_eq!(
+            Quantity::parse("1e9223372036854775807"),
+            Err(QuantityError::TooLarge)
+        );
+        assert_eq!(
+            Quantity::parse("1e99999999999999999999"),
+            Err(QuantityError::TooLarge)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsing_never_panics(text in "[-+0-9.eEinumkKMGTP]{0,30}") {
+            let _ = Quantity::parse(&text);
+        }
+
+        #[test]
+        fn integers_with_decimal_suffixes_scale_exactly(n in 0i64..1_000_000, suffix in 0usize..5) {
+            let (name, factor) = [("", 1_000_000_000i128), ("k", 1_000_000_000_000), ("m", 1_000_000), ("Ki", 1_024_000_000_000), ("Mi", 1_048_576_000_000_000)][suffix];
+            prop_assert_eq_helper(Quantity::parse(&format!("{n}{name}")).map(Quantity::nanos), Ok(i128::from(n) * factor))?;
+        }
+    }
+
+    fn prop_assert_eq_helper(
+        got: Result<i128, QuantityError>,
+        want: Result<i128, QuantityError>,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        proptest::prop_assert_eq!(got, want);
+        Ok(())
     }
 
     #[test]

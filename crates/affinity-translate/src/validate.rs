@@ -398,7 +398,7 @@ fn cache_pvc(cache: &CachePvcConfig, out: &mut Vec<Finding>) {
             FindingKind::InvalidNumber,
             "cachePVC.residentThresholdInMB",
             format!("{t} is negative"),
-            "every restored volume is larger than a negative threshold, so all get a cache volume (C1.16)",
+            "not checked: the negative value is shifted to a negative byte threshold and used as is (C1.16)",
         )),
         Some(t) if t > (i64::MAX >> 20) => out.push(Finding::warning(
             FindingKind::InvalidNumber,

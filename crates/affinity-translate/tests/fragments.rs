@@ -525,3 +525,31 @@ fn diagnosis_of_a_pinned_restore_and_windows_tolerations() {
     let agents: BTreeSet<String> = ["w1", "w2", "l1"].map(str::to_owned).into();
     insta::assert_snapshot!(diagnose(&fragment, &nodes, &agents).to_string());
 }
+
+#[test]
+fn diagnosis_of_a_fragment_read_back_from_json_names_failing_requirements_without_origin() {
+    let config = config();
+    let fragment = backup_fragment(
+        &config,
+        &BackupVolume {
+            source_storage_class: "standard",
+            ..Default::default()
+        },
+        NodeOs::Linux,
+    );
+    let read_back: affinity_translate::PodFragment =
+        serde_json::from_str(&serde_json::to_string(&fragment).unwrap()).unwrap();
+    let nodes = vec![
+        node("fits", &[("pool", "backup"), ("disk", "ssd")], &[], false),
+        node(
+            "misfit",
+            &[("pool", "web"), ("kubernetes.io/os", "windows")],
+            &[],
+            false,
+        ),
+    ];
+    let agents: BTreeSet<String> = ["fits", "misfit"].map(str::to_owned).into();
+    let diagnosis = diagnose(&read_back, &nodes, &agents);
+    assert_eq!(diagnosis.schedulable(), vec!["fits"]);
+    insta::assert_snapshot!(diagnosis.to_string());
+}

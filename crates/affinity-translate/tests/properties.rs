@@ -268,6 +268,56 @@ proptest! {
     }
 
     #[test]
+    fn serialised_configs_load_back_unchanged_without_key_warnings(
+        global in proptest::option::of(-3i64..10),
+        rules in proptest::option::of(proptest::collection::vec(
+            (proptest::option::of(valid_selector()), proptest::option::of(-1i64..5)), 0..3)),
+        affinity in proptest::option::of(proptest::collection::vec(
+            proptest::option::weighted(0.9, (proptest::option::of(valid_selector()),
+                proptest::option::of(proptest::sample::select(vec!["", "gp3", "other"])))), 0..4)),
+        backup in proptest::option::of(proptest::collection::btree_map(
+            proptest::sample::select(vec!["gp3", "standard"]).prop_map(str::to_owned),
+            (proptest::option::of(proptest::sample::select(vec!["", "gp3-backup"])),
+             proptest::option::of(any::<bool>()), proptest::option::of(any::<bool>()),
+             proptest::option::of(proptest::collection::btree_map(key(), value(), 0..2))),
+            0..3)),
+        ignore_delay_binding in proptest::option::of(any::<bool>()),
+        threshold in proptest::option::of(any::<i64>()),
+        labels in proptest::option::of(labels()),
+    ) {
+        let config = NodeAgentConfig {
+            load_concurrency: Some(LoadConcurrency {
+                global_config: global,
+                per_node_config: rules.map(|rules| rules.into_iter()
+                    .map(|(node_selector, number)| RuledConfig { node_selector, number }).collect()),
+                prepare_queue_length: global.map(|g| g * 2),
+            }),
+            load_affinity: affinity.map(|entries| entries.into_iter().map(|e| e.map(|(node_selector, class)| {
+                LoadAffinity { node_selector, storage_class: class.map(str::to_owned) }
+            })).collect()),
+            backup_pvc: backup.map(|m| m.into_iter().map(|(k, (storage_class, read_only, spc_no_relabeling, annotations))| {
+                (k, affinity_translate::BackupPvcConfig {
+                    storage_class: storage_class.map(str::to_owned), read_only, spc_no_relabeling, annotations,
+                })
+            }).collect()),
+            restore_pvc: ignore_delay_binding.map(|i| affinity_translate::RestorePvcConfig { ignore_delay_binding: Some(i) }),
+            cache_pvc: threshold.map(|t| affinity_translate::CachePvcConfig {
+                storage_class: Some("gp3".to_owned()), resident_threshold_in_mb: Some(t),
+            }),
+            pod_labels: labels.clone(),
+            pod_annotations: labels,
+            ..Default::default()
+        };
+        let text = serde_json::to_string_pretty(&config).unwrap();
+        let loaded = load_json(&text).unwrap();
+        prop_assert_eq!(&loaded.config, &config);
+        prop_assert!(loaded.findings.iter().all(|f| !matches!(
+            f.kind,
+            affinity_translate::FindingKind::UnknownKey | affinity_translate::FindingKind::KeyCase
+        )), "{:#?}", loaded.findings);
+    }
+
+    #[test]
     fn loading_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
         let _ = load_json_bytes(&bytes);
     }
