@@ -22,29 +22,41 @@ pub enum LogFormat {
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct ControllerArgs {
     /// Path to a kubeconfig file (default: in-cluster configuration, then the usual kubeconfig).
-    #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
+    #[arg(long, env = "KUBECONFIG", hide_env_values = true, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 
     /// Kubeconfig context to use (default: the current context).
-    #[arg(long, env = "KUBE_CONTEXT", value_name = "NAME")]
+    #[arg(
+        long,
+        env = "KUBE_CONTEXT",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
     pub context: Option<String>,
 
     /// Namespace to watch (default: the controller's own default).
-    #[arg(long, short = 'n', env = "WATCH_NAMESPACE", value_name = "NAMESPACE")]
+    #[arg(
+        long,
+        short = 'n',
+        env = "WATCH_NAMESPACE",
+        hide_env_values = true,
+        value_name = "NAMESPACE"
+    )]
     pub namespace: Option<String>,
 
     /// Decide and log, but write nothing to the cluster (no status, no Events).
-    #[arg(long, env = "DRY_RUN")]
+    #[arg(long, env = "DRY_RUN", hide_env_values = true)]
     pub dry_run: bool,
 
     /// Log format.
-    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, env = "LOG_FORMAT", hide_env_values = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
     /// Address for /metrics, /healthz and /readyz.
     #[arg(
         long,
         env = "METRICS_ADDR",
+        hide_env_values = true,
         default_value = "0.0.0.0:8080",
         value_name = "ADDR"
     )]
@@ -59,21 +71,27 @@ pub struct ControllerArgs {
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct LeaderElectionArgs {
     /// Run only while holding the leader Lease (for more than one replica).
-    #[arg(long, env = "LEADER_ELECT")]
+    #[arg(long, env = "LEADER_ELECT", hide_env_values = true)]
     pub leader_elect: bool,
 
     /// Name of the leader Lease (default: the controller's name).
-    #[arg(long, env = "LEASE_NAME", value_name = "NAME")]
+    #[arg(long, env = "LEASE_NAME", hide_env_values = true, value_name = "NAME")]
     pub lease_name: Option<String>,
 
     /// Namespace of the leader Lease (default: POD_NAMESPACE, else `default`).
-    #[arg(long, env = "LEASE_NAMESPACE", value_name = "NAMESPACE")]
+    #[arg(
+        long,
+        env = "LEASE_NAMESPACE",
+        hide_env_values = true,
+        value_name = "NAMESPACE"
+    )]
     pub lease_namespace: Option<String>,
 
     /// Seconds a Lease stays valid after its last renewal.
     #[arg(
         long,
         env = "LEASE_DURATION_SECONDS",
+        hide_env_values = true,
         default_value_t = 15,
         value_name = "SECONDS"
     )]
@@ -83,13 +101,14 @@ pub struct LeaderElectionArgs {
     #[arg(
         long,
         env = "LEASE_RENEW_SECONDS",
+        hide_env_values = true,
         default_value_t = 5,
         value_name = "SECONDS"
     )]
     pub lease_renew_seconds: u64,
 
     /// This replica's identity in the Lease (default: POD_NAME, else HOSTNAME plus the process id).
-    #[arg(long, env = "POD_NAME", value_name = "ID")]
+    #[arg(long, env = "POD_NAME", hide_env_values = true, value_name = "ID")]
     pub leader_identity: Option<String>,
 }
 
