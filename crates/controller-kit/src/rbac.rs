@@ -1,0 +1,457 @@
+//! Least-privilege RBAC declared once per binary, and the manifests
+//! generated from it: ServiceAccount, Role or ClusterRole with its binding,
+//! the leader-election Role, and the Deployment.
+//!
+//! ```
+//! use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope};
+//! const RULES: &[Rule] = &[
+//!     Rule::new("velero.io", &["backups"], &[Get, List, Watch, Patch]),
+//!     Rule::new("", &["namespaces"], &[Get, List, Watch]),
+//! ];
+//! let m = ControllerManifest::new("backup-queue-controller", "velero", "example/bqc:1", RULES);
+//! assert!(m.role_rules().len() >= 2);
+//! ```
+//!
+//! Output is deterministic: rules with the same API group and verbs are
+//! merged, resources and rules are sorted, verbs follow the order of
+//! [`RbacVerb`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
+    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecurityContext, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::error::Error;
+
+/// An RBAC verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RbacVerb {
+    /// `get`
+    Get,
+    /// `list`
+    List,
+    /// `watch`
+    Watch,
+    /// `create`
+    Create,
+    /// `update`
+    Update,
+    /// `patch`
+    Patch,
+    /// `delete`
+    Delete,
+    /// `deletecollection`
+    DeleteCollection,
+}
+
+impl RbacVerb {
+    /// The verb as written in RBAC rules.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::List => "list",
+            Self::Watch => "watch",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Patch => "patch",
+            Self::Delete => "delete",
+            Self::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+/// One declared permission: verbs on resources of an API group (`""` = core).
+/// Subresources are written `backups/status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// API group (`""` for core).
+    pub api_group: &'static str,
+    /// Resources (plural names, optionally `/subresource`).
+    pub resources: &'static [&'static str],
+    /// Allowed verbs.
+    pub verbs: &'static [RbacVerb],
+}
+
+impl Rule {
+    /// Declares a rule (usable in `const` lists).
+    pub const fn new(
+        api_group: &'static str,
+        resources: &'static [&'static str],
+        verbs: &'static [RbacVerb],
+    ) -> Self {
+        Self {
+            api_group,
+            resources,
+            verbs,
+        }
+    }
+}
+
+/// Events published by `events::Recorder` (`events.k8s.io`: create, patch).
+pub const EVENTS_RULE: Rule = Rule::new(
+    "events.k8s.io",
+    &["events"],
+    &[RbacVerb::Create, RbacVerb::Patch],
+);
+
+/// The Lease verbs kube-lease-manager needs (get, create, patch).
+pub const LEASE_RULE: Rule = Rule::new(
+    "coordination.k8s.io",
+    &["leases"],
+    &[RbacVerb::Get, RbacVerb::Create, RbacVerb::Patch],
+);
+
+/// Where the controller's permissions apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Only the controller's own namespace: Role + RoleBinding.
+    Namespaced,
+    /// The whole cluster: ClusterRole + ClusterRoleBinding.
+    Cluster,
+}
+
+/// Everything needed to generate one controller's manifests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerManifest {
+    /// Controller name: ServiceAccount, roles, Deployment, `app.kubernetes.io/name` label.
+    pub name: String,
+    /// Namespace the controller runs in (and, for [`Scope::Namespaced`], acts in).
+    pub namespace: String,
+    /// Container image.
+    pub image: String,
+    /// Extra container arguments.
+    pub args: Vec<String>,
+    /// Permission scope.
+    pub scope: Scope,
+    /// Declared rules (without Events and Leases, which are added).
+    pub rules: Vec<Rule>,
+    /// Whether replicas elect a leader (adds the Lease Role and `--leader-elect`).
+    pub leader_election: bool,
+    /// Number of replicas.
+    pub replicas: i32,
+    /// Port of `/metrics`, `/healthz`, `/readyz`.
+    pub metrics_port: u16,
+}
+
+fn labels(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), name.to_owned()),
+        (
+            "app.kubernetes.io/component".to_owned(),
+            "controller".to_owned(),
+        ),
+    ])
+}
+
+fn meta(name: &str, namespace: Option<&str>, app: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        labels: Some(labels(app)),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Merges and sorts rules (see the module docs).
+pub fn normalize(rules: &[Rule]) -> Vec<PolicyRule> {
+    let mut by_group_verbs: BTreeMap<(&str, BTreeSet<RbacVerb>), BTreeSet<&str>> = BTreeMap::new();
+    for r in rules {
+        let verbs: BTreeSet<RbacVerb> = r.verbs.iter().copied().collect();
+        by_group_verbs
+            .entry((r.api_group, verbs))
+            .or_default()
+            .extend(r.resources.iter().copied());
+    }
+    let mut out: Vec<PolicyRule> = by_group_verbs
+        .into_iter()
+        .map(|((group, verbs), resources)| PolicyRule {
+            api_groups: Some(vec![group.to_owned()]),
+            resources: Some(resources.into_iter().map(str::to_owned).collect()),
+            verbs: verbs.into_iter().map(|v| v.as_str().to_owned()).collect(),
+            ..PolicyRule::default()
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (&a.api_groups, &a.resources, &a.verbs).cmp(&(&b.api_groups, &b.resources, &b.verbs))
+    });
+    out
+}
+
+impl ControllerManifest {
+    /// Defaults: cluster scope, leader election with 2 replicas, port 8080, no extra args.
+    pub fn new(name: &str, namespace: &str, image: &str, rules: &[Rule]) -> Self {
+        Self {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            image: image.to_owned(),
+            args: Vec::new(),
+            scope: Scope::Cluster,
+            rules: rules.to_vec(),
+            leader_election: true,
+            replicas: 2,
+            metrics_port: 8080,
+        }
+    }
+
+    /// The controller's role rules: the declared ones plus Events.
+    pub fn role_rules(&self) -> Vec<PolicyRule> {
+        let mut rules = self.rules.clone();
+        rules.push(EVENTS_RULE);
+        normalize(&rules)
+    }
+
+    fn subject(&self) -> Subject {
+        Subject {
+            kind: "ServiceAccount".into(),
+            name: self.name.clone(),
+            namespace: Some(self.namespace.clone()),
+            ..Subject::default()
+        }
+    }
+
+    fn role_ref(&self, kind: &str, name: &str) -> RoleRef {
+        RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: kind.into(),
+            name: name.into(),
+        }
+    }
+
+    fn deployment(&self) -> Deployment {
+        let mut args = self.args.clone();
+        if self.leader_election {
+            args.push("--leader-elect".into());
+        }
+        args.push(format!("--metrics-addr=0.0.0.0:{}", self.metrics_port));
+        let field_env = |name: &str, path: &str| EnvVar {
+            name: name.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: path.into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        };
+        let probe = |path: &str| Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some(path.into()),
+                port: IntOrString::String("http-metrics".into()),
+                ..HTTPGetAction::default()
+            }),
+            period_seconds: Some(10),
+            ..Probe::default()
+        };
+        let container = Container {
+            name: "controller".into(),
+            image: Some(self.image.clone()),
+            args: Some(args),
+            env: Some(vec![
+                field_env("POD_NAME", "metadata.name"),
+                field_env("POD_NAMESPACE", "metadata.namespace"),
+            ]),
+            ports: Some(vec![ContainerPort {
+                name: Some("http-metrics".into()),
+                container_port: i32::from(self.metrics_port),
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            }]),
+            liveness_probe: Some(probe("/healthz")),
+            readiness_probe: Some(probe("/readyz")),
+            resources: Some(ResourceRequirements {
+                requests: Some(BTreeMap::from([
+                    ("cpu".into(), Quantity("50m".into())),
+                    ("memory".into(), Quantity("64Mi".into())),
+                ])),
+                limits: Some(BTreeMap::from([(
+                    "memory".into(),
+                    Quantity("256Mi".into()),
+                )])),
+                ..ResourceRequirements::default()
+            }),
+            security_context: Some(SecurityContext {
+                allow_privilege_escalation: Some(false),
+                read_only_root_filesystem: Some(true),
+                run_as_non_root: Some(true),
+                capabilities: Some(Capabilities {
+                    drop: Some(vec!["ALL".into()]),
+                    ..Capabilities::default()
+                }),
+                ..SecurityContext::default()
+            }),
+            ..Container::default()
+        };
+        Deployment {
+            metadata: meta(&self.name, Some(&self.namespace), &self.name),
+            spec: Some(DeploymentSpec {
+                replicas: Some(self.replicas),
+                selector: LabelSelector {
+                    match_labels: Some(labels(&self.name)),
+                    ..LabelSelector::default()
+                },
+                strategy: Some(DeploymentStrategy {
+                    type_: Some(
+                        if self.leader_election {
+                            "RollingUpdate"
+                        } else {
+                            "Recreate"
+                        }
+                        .into(),
+                    ),
+                    ..DeploymentStrategy::default()
+                }),
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some(labels(&self.name)),
+                        ..ObjectMeta::default()
+                    }),
+                    spec: Some(PodSpec {
+                        service_account_name: Some(self.name.clone()),
+                        security_context: Some(PodSecurityContext {
+                            run_as_non_root: Some(true),
+                            run_as_user: Some(65532),
+                            run_as_group: Some(65532),
+                            seccomp_profile: Some(SeccompProfile {
+                                type_: "RuntimeDefault".into(),
+                                ..SeccompProfile::default()
+                            }),
+                            ..PodSecurityContext::default()
+                        }),
+                        containers: vec![container],
+                        ..PodSpec::default()
+                    }),
+                },
+                ..DeploymentSpec::default()
+            }),
+            ..Deployment::default()
+        }
+    }
+
+    /// All manifests as one multi-document YAML string, in a fixed order:
+    /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
+    /// Role and RoleBinding (if enabled), Deployment.
+    pub fn to_yaml(&self) -> Result<String, Error> {
+        let ns = Some(self.namespace.as_str());
+        let mut docs: Vec<String> = Vec::new();
+        let mut push = |v: Result<String, serde_saphyr::ser_error::Error>| -> Result<(), Error> {
+            docs.push(v.map_err(|e| Error::Yaml(e.to_string()))?);
+            Ok(())
+        };
+        push(serde_saphyr::to_string(&ServiceAccount {
+            metadata: meta(&self.name, ns, &self.name),
+            automount_service_account_token: Some(true),
+            ..ServiceAccount::default()
+        }))?;
+        match self.scope {
+            Scope::Cluster => {
+                push(serde_saphyr::to_string(&ClusterRole {
+                    metadata: meta(&self.name, None, &self.name),
+                    rules: Some(self.role_rules()),
+                    ..ClusterRole::default()
+                }))?;
+                push(serde_saphyr::to_string(&ClusterRoleBinding {
+                    metadata: meta(&self.name, None, &self.name),
+                    role_ref: self.role_ref("ClusterRole", &self.name),
+                    subjects: Some(vec![self.subject()]),
+                }))?;
+            }
+            Scope::Namespaced => {
+                push(serde_saphyr::to_string(&Role {
+                    metadata: meta(&self.name, ns, &self.name),
+                    rules: Some(self.role_rules()),
+                }))?;
+                push(serde_saphyr::to_string(&RoleBinding {
+                    metadata: meta(&self.name, ns, &self.name),
+                    role_ref: self.role_ref("Role", &self.name),
+                    subjects: Some(vec![self.subject()]),
+                }))?;
+            }
+        }
+        if self.leader_election {
+            let le = format!("{}-leader-election", self.name);
+            push(serde_saphyr::to_string(&Role {
+                metadata: meta(&le, ns, &self.name),
+                rules: Some(normalize(&[LEASE_RULE])),
+            }))?;
+            push(serde_saphyr::to_string(&RoleBinding {
+                metadata: meta(&le, ns, &self.name),
+                role_ref: self.role_ref("Role", &le),
+                subjects: Some(vec![self.subject()]),
+            }))?;
+        }
+        push(serde_saphyr::to_string(&self.deployment()))?;
+        Ok(docs.join("---\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RbacVerb::*;
+    use super::*;
+
+    #[test]
+    fn normalize_merges_same_group_and_verbs_and_sorts() {
+        let rules = [
+            Rule::new("velero.io", &["backups"], &[Watch, Get, List]),
+            Rule::new("", &["namespaces"], &[Get, List, Watch]),
+            Rule::new(
+                "velero.io",
+                &["podvolumebackups", "backups"],
+                &[List, Get, Watch],
+            ),
+            Rule::new("velero.io", &["backups"], &[Patch]),
+        ];
+        let out = normalize(&rules);
+        let flat: Vec<(String, Vec<String>, Vec<String>)> = out
+            .into_iter()
+            .map(|r| {
+                (
+                    r.api_groups.unwrap().join(","),
+                    r.resources.unwrap(),
+                    r.verbs,
+                )
+            })
+            .collect();
+        assert_eq!(
+            flat,
+            vec![
+                (
+                    "".into(),
+                    vec!["namespaces".into()],
+                    vec!["get".into(), "list".into(), "watch".into()]
+                ),
+                (
+                    "velero.io".into(),
+                    vec!["backups".into()],
+                    vec!["patch".into()]
+                ),
+                (
+                    "velero.io".into(),
+                    vec!["backups".into(), "podvolumebackups".into()],
+                    vec!["get".into(), "list".into(), "watch".into()]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn rule_order_does_not_change_the_output() {
+        let a = [
+            Rule::new("a", &["x"], &[Get]),
+            Rule::new("b", &["y"], &[List]),
+        ];
+        let b = [a[1], a[0]];
+        assert_eq!(normalize(&a), normalize(&b));
+    }
+}

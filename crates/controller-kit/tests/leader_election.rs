@@ -1,0 +1,118 @@
+//! Leader election against the in-process API stand-in: one leader among
+//! two contenders, hand-over on release, shutdown with a non-zero exit on loss.
+
+use std::time::Duration;
+
+use controller_kit::leader::acquire_leadership;
+use controller_kit::{LeaderElectionConfig, Shutdown, ShutdownReason};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube_fake_api::{FakeApi, ResourceId};
+use serde_json::json;
+
+fn config(identity: &str) -> LeaderElectionConfig {
+    LeaderElectionConfig {
+        lease_name: "demo".into(),
+        lease_namespace: "default".into(),
+        identity: identity.into(),
+        duration: Duration::from_secs(2),
+        renew_before_expiry: Duration::from_secs(1),
+    }
+}
+
+fn holder(fake: &FakeApi) -> Option<String> {
+    fake.get::<Lease>(Some("default"), "demo")
+        .unwrap()
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+}
+
+#[tokio::test]
+async fn two_contenders_one_leader_and_hand_over_on_release() {
+    let fake = FakeApi::new();
+    let (sa, sb) = (Shutdown::new(), Shutdown::new());
+    let mut a = tokio::spawn({
+        let (c, s) = (fake.client(), sa.clone());
+        async move { acquire_leadership(c, &config("a"), &s).await }
+    });
+    let mut b = tokio::spawn({
+        let (c, s) = (fake.client(), sb.clone());
+        async move { acquire_leadership(c, &config("b"), &s).await }
+    });
+    // Exactly one finishes: whichever holds the Lease.
+    let (first, other, other_shutdown, first_id) = tokio::select! {
+        r = &mut a => (r.unwrap().unwrap().unwrap(), b, sb.clone(), "a"),
+        r = &mut b => (r.unwrap().unwrap().unwrap(), a, sa.clone(), "b"),
+    };
+    assert_eq!(holder(&fake).as_deref(), Some(first_id));
+    // The other keeps waiting across several renewals.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!other.is_finished(), "two leaders at once");
+    assert_eq!(holder(&fake).as_deref(), Some(first_id));
+    // Releasing hands over.
+    first.release().await.unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(10), other)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_ne!(holder(&fake).as_deref(), Some(first_id));
+    assert!(
+        !sa.is_triggered() && !other_shutdown.is_triggered(),
+        "a clean hand-over shuts nobody down"
+    );
+    second.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn losing_the_lease_triggers_shutdown_with_non_zero_exit() {
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let guard = acquire_leadership(fake.client(), &config("a"), &shutdown)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(holder(&fake).as_deref(), Some("a"));
+    // Another replica takes the Lease over (e.g. after a long pause of ours).
+    fake.modify_value(
+        &ResourceId::new("coordination.k8s.io", "v1", "leases"),
+        Some("default"),
+        "demo",
+        |l| {
+            l["spec"]["holderIdentity"] = json!("intruder");
+            l["spec"]["renewTime"] = json!(jiff::Timestamp::now().to_string());
+        },
+    )
+    .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(10), shutdown.triggered())
+        .await
+        .expect("loss noticed");
+    assert_eq!(reason, ShutdownReason::LeaseLost);
+    assert_ne!(reason.exit_code(), 0);
+    let _ = guard.release().await;
+}
+
+#[tokio::test]
+async fn shutdown_while_waiting_returns_none() {
+    let fake = FakeApi::new();
+    let leader_shutdown = Shutdown::new();
+    let guard = acquire_leadership(fake.client(), &config("a"), &leader_shutdown)
+        .await
+        .unwrap()
+        .unwrap();
+    let follower_shutdown = Shutdown::new();
+    let waiting = tokio::spawn({
+        let (c, s) = (fake.client(), follower_shutdown.clone());
+        async move { acquire_leadership(c, &config("b"), &s).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    follower_shutdown.trigger(ShutdownReason::Signal("SIGTERM"));
+    let r = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(r.is_none());
+    assert_eq!(holder(&fake).as_deref(), Some("a"));
+    guard.release().await.unwrap();
+}

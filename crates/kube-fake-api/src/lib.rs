@@ -1,0 +1,459 @@
+//! An in-process Kubernetes API server stand-in for testing kube-rs code.
+//!
+//! [`FakeApi`] is a [`tower::Service`] that [`kube::Client::new`] accepts, so
+//! unmodified kube 5 code (`Api`, `watcher`, `reflector`, `Controller`,
+//! `events::Recorder`, kube-lease-manager) runs against it without a cluster
+//! or network:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, PostParams};
+//! let api = kube_fake_api::FakeApi::new();
+//! let client = api.client();
+//! let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("a".into());
+//! cms.create(&PostParams::default(), &cm).await?;
+//! // Read it back directly, without the client:
+//! let stored: Option<ConfigMap> = api.get(Some("default"), "a")?;
+//! assert!(stored.is_some());
+//! # Ok(()) }
+//! ```
+//!
+//! What it serves (all generic over group/version/kind, see [`Registry`]):
+//! get, list (label and field selectors), watch (`ADDED`/`MODIFIED`/`DELETED`,
+//! `BOOKMARK`s, `410 Gone` after [`FakeApi::compact`], `timeoutSeconds`,
+//! `sendInitialEvents`), create (`409 AlreadyExists`, `generateName`), update
+//! with a resourceVersion precondition (`409 Conflict`), merge/strategic/JSON
+//! patches and an approximated server-side apply (see [`patch`]), the `/status`
+//! subresource, delete with finalizers, deletecollection, `dryRun`, and
+//! minimal discovery. Errors are Kubernetes `Status` bodies. Faults can be
+//! injected ([`Fault`]) and every request is logged ([`RequestRecord`]).
+//!
+//! Not modelled: admission, validation against schemas, defaulting,
+//! garbage collection (ownerReferences), namespace lifecycle, pagination
+//! (`limit` is ignored, lists are always complete), authentication.
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod error;
+pub mod faults;
+pub mod handlers;
+pub mod log;
+pub mod patch;
+pub mod resource;
+pub mod router;
+pub mod selectors;
+pub mod store;
+pub mod watch;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+pub use error::{ApiError, FakeApiError};
+pub use faults::{Fault, FaultId, Verb};
+pub use log::RequestRecord;
+pub use resource::{Registry, ResourceId, ResourceInfo};
+pub use store::ObjectKey;
+
+use faults::{FaultTarget, Faults};
+use router::Route;
+use store::Store;
+
+/// The response body type of the service.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// Default interval between `BOOKMARK` events on watches that allow them.
+pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(1);
+
+struct Inner {
+    store: Mutex<Store>,
+    faults: Mutex<Faults>,
+    log: Mutex<Vec<RequestRecord>>,
+    dropped: tokio::sync::watch::Sender<u64>,
+    bookmark_interval: Mutex<Duration>,
+}
+
+/// The API stand-in. Cheap to clone; clones share state.
+#[derive(Clone)]
+pub struct FakeApi {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for FakeApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeApi")
+            .field("resource_version", &self.resource_version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for FakeApi {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock (in a test) must not cascade.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn json_response(status: u16, body: &Value) -> Response<ResponseBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut resp = Response::new(Full::new(Bytes::from(bytes)).boxed_unsync());
+    *resp.status_mut() =
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+impl FakeApi {
+    /// A stand-in serving the default [`Registry`].
+    pub fn new() -> Self {
+        Self::with_registry(Registry::default())
+    }
+
+    /// A stand-in serving `registry`.
+    pub fn with_registry(registry: Registry) -> Self {
+        let (dropped, _) = tokio::sync::watch::channel(0);
+        Self {
+            inner: Arc::new(Inner {
+                store: Mutex::new(Store::new(registry)),
+                faults: Mutex::new(Faults::default()),
+                log: Mutex::new(Vec::new()),
+                dropped,
+                bookmark_interval: Mutex::new(DEFAULT_BOOKMARK_INTERVAL),
+            }),
+        }
+    }
+
+    /// A [`kube::Client`] talking to this stand-in, default namespace `default`.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.clone(), "default")
+    }
+
+    /// Adds or replaces a resource type.
+    pub fn register(&self, info: ResourceInfo) {
+        lock(&self.inner.store).registry.register(info);
+    }
+
+    /// Sets the interval between `BOOKMARK` events (for watches started later).
+    pub fn set_bookmark_interval(&self, interval: Duration) {
+        *lock(&self.inner.bookmark_interval) = interval.max(Duration::from_millis(1));
+    }
+
+    /// Sets how many events are kept for watch replay (default
+    /// [`store::DEFAULT_HISTORY_LIMIT`]); older ones are compacted.
+    pub fn set_history_limit(&self, limit: usize) {
+        lock(&self.inner.store).set_history_limit(limit);
+    }
+
+    /// Injects a fault; returns a handle for [`FakeApi::remove_fault`].
+    pub fn inject(&self, fault: Fault) -> FaultId {
+        lock(&self.inner.faults).inject(fault)
+    }
+
+    /// Removes one fault.
+    pub fn remove_fault(&self, id: FaultId) -> bool {
+        lock(&self.inner.faults).remove(id)
+    }
+
+    /// Removes every fault.
+    pub fn clear_faults(&self) {
+        lock(&self.inner.faults).clear();
+    }
+
+    /// Closes every open watch stream now (clients re-watch).
+    pub fn drop_watches(&self) {
+        self.inner.dropped.send_modify(|n| *n += 1);
+    }
+
+    /// Forgets the event history: later watches from any older resourceVersion
+    /// get a `410 Gone` ERROR event. Returns the compaction point.
+    pub fn compact(&self) -> u64 {
+        lock(&self.inner.store).compact()
+    }
+
+    /// The latest resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        lock(&self.inner.store).resource_version()
+    }
+
+    /// A copy of the request log, oldest first.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.inner.log).clone()
+    }
+
+    /// Empties the request log.
+    pub fn clear_requests(&self) {
+        lock(&self.inner.log).clear();
+    }
+
+    fn info(&self, id: &ResourceId) -> Result<ResourceInfo, FakeApiError> {
+        lock(&self.inner.store)
+            .registry
+            .get(id)
+            .cloned()
+            .ok_or_else(|| FakeApiError::UnknownResource {
+                group: id.group.clone(),
+                version: id.version.clone(),
+                plural: id.plural.clone(),
+            })
+    }
+
+    /// Stores `value` as a new object of resource `id` directly (no faults, no
+    /// log; `.status` is kept even with a status subresource; a given
+    /// `creationTimestamp` is kept). Watches see `ADDED`.
+    pub fn seed_value(&self, id: &ResourceId, value: Value) -> Result<Value, FakeApiError> {
+        let info = self.info(id)?;
+        let mut store = lock(&self.inner.store);
+        handlers::create_object(&mut store, &info, None, value, false, None, "Update", false)
+            .map_err(FakeApiError::Api)
+    }
+
+    /// Stores a typed object directly (see [`FakeApi::seed_value`]) and returns it as stored.
+    pub fn seed<K>(&self, object: &K) -> Result<K, FakeApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let stored = self.seed_value(&id_of::<K>(), serde_json::to_value(object)?)?;
+        Ok(serde_json::from_value(stored)?)
+    }
+
+    /// The stored object, if any (`namespace` `None` for cluster-scoped).
+    pub fn get_value(&self, id: &ResourceId, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let key = ObjectKey {
+            resource: id.clone(),
+            namespace: namespace.unwrap_or_default().to_owned(),
+            name: name.to_owned(),
+        };
+        lock(&self.inner.store).get(&key).cloned()
+    }
+
+    /// The stored object, typed.
+    pub fn get<K>(&self, namespace: Option<&str>, name: &str) -> Result<Option<K>, FakeApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        self.get_value(&id_of::<K>(), namespace, name)
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// Stored objects of `id` (in `namespace` if given), sorted by namespace then name.
+    pub fn list_values(&self, id: &ResourceId, namespace: Option<&str>) -> Vec<Value> {
+        lock(&self.inner.store)
+            .list(id, namespace)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Stored objects, typed.
+    pub fn list<K>(&self, namespace: Option<&str>) -> Result<Vec<K>, FakeApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        self.list_values(&id_of::<K>(), namespace)
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<_, _>>()
+            .map_err(Into::into)
+    }
+
+    /// Changes a stored object directly with `change` (no preconditions, no
+    /// status rules); watches see `MODIFIED` (or `DELETED` when the change
+    /// empties the finalizers of an object being deleted). `None` if absent.
+    pub fn modify_value(
+        &self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> Option<Value> {
+        let key = ObjectKey {
+            resource: id.clone(),
+            namespace: namespace.unwrap_or_default().to_owned(),
+            name: name.to_owned(),
+        };
+        let mut store = lock(&self.inner.store);
+        let mut v = store.get(&key)?.clone();
+        change(&mut v);
+        Some(store.replace(key, v))
+    }
+
+    /// Removes a stored object right away, ignoring finalizers; watches see `DELETED`.
+    pub fn remove_value(
+        &self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        let key = ObjectKey {
+            resource: id.clone(),
+            namespace: namespace.unwrap_or_default().to_owned(),
+            name: name.to_owned(),
+        };
+        lock(&self.inner.store).remove(&key, None)
+    }
+
+    /// Serves one request (what the [`tower::Service`] impl calls).
+    pub async fn handle(
+        &self,
+        method: http::Method,
+        uri: &http::Uri,
+        content_type: Option<String>,
+        body: Bytes,
+    ) -> Response<ResponseBody> {
+        let path = uri.path().to_owned();
+        let query = uri.query().unwrap_or_default().to_owned();
+        let mut record = RequestRecord {
+            method: method.to_string(),
+            path: path.clone(),
+            query: query.clone(),
+            verb: None,
+            resource: None,
+            namespace: None,
+            name: None,
+            subresource: None,
+            content_type: content_type.clone(),
+            field_manager: None,
+            dry_run: false,
+            status: 0,
+            injected: false,
+        };
+        let route = match router::route(&method, &path, &query) {
+            Ok(r) => r,
+            Err(e) => return self.finish(record, json_response(e.code, &e.to_status())),
+        };
+        if let Route::Resource(req) = &route {
+            record.verb = Some(req.verb);
+            record.resource = Some(req.resource.clone());
+            record.namespace.clone_from(&req.namespace);
+            record.name.clone_from(&req.name);
+            record.subresource.clone_from(&req.subresource);
+            record.field_manager = req.param("fieldManager").map(str::to_owned);
+            record.dry_run = req.dry_run();
+            let outcome = lock(&self.inner.faults).evaluate(&FaultTarget {
+                verb: req.verb,
+                resource: &req.resource.plural,
+                namespace: req.namespace.as_deref(),
+                name: req.name.as_deref(),
+            });
+            if !outcome.delay.is_zero() {
+                tokio::time::sleep(outcome.delay).await;
+            }
+            if let Some(err) = outcome.error {
+                record.injected = true;
+                return self.finish(record, json_response(err.code, &err.to_status()));
+            }
+            let drop_after = outcome.drop_watch_after;
+            if req.verb == Verb::Watch {
+                let started = watch::start(&lock(&self.inner.store), req, drop_after);
+                return match started {
+                    Ok(start) => {
+                        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(256);
+                        let interval = *lock(&self.inner.bookmark_interval);
+                        tokio::spawn(watch::run(
+                            start,
+                            tx,
+                            self.inner.dropped.subscribe(),
+                            interval,
+                        ));
+                        let stream = futures::stream::unfold(rx, |mut rx| async move {
+                            rx.recv()
+                                .await
+                                .map(|b| (Ok::<_, Infallible>(http_body::Frame::data(b)), rx))
+                        });
+                        let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
+                        resp.headers_mut().insert(
+                            http::header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("application/json"),
+                        );
+                        self.finish(record, resp)
+                    }
+                    Err(e) => self.finish(record, json_response(e.code, &e.to_status())),
+                };
+            }
+        }
+        let result = handlers::serve(
+            &mut lock(&self.inner.store),
+            &route,
+            content_type.as_deref(),
+            &body,
+        );
+        match result {
+            Ok((status, value)) => self.finish(record, json_response(status, &value)),
+            Err(e) => self.finish(record, json_response(e.code, &e.to_status())),
+        }
+    }
+
+    fn finish(
+        &self,
+        mut record: RequestRecord,
+        resp: Response<ResponseBody>,
+    ) -> Response<ResponseBody> {
+        record.status = resp.status().as_u16();
+        tracing::trace!(method = %record.method, path = %record.path, status = record.status, "kube-fake-api request");
+        lock(&self.inner.log).push(record);
+        resp
+    }
+}
+
+/// The [`ResourceId`] of a kube resource type with a static dynamic type.
+pub fn id_of<K: kube::Resource<DynamicType = ()>>() -> ResourceId {
+    ResourceId::new(&K::group(&()), &K::version(&()), &K::plural(&()))
+}
+
+impl<B> tower::Service<Request<B>> for FakeApi
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: std::fmt::Display,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let content_type = parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let bytes = match body.collect().await {
+                Ok(c) => c.to_bytes(),
+                Err(e) => {
+                    let err =
+                        ApiError::bad_request(format!("could not read the request body: {e}"));
+                    return Ok(json_response(400, &err.to_status()));
+                }
+            };
+            Ok(this
+                .handle(parts.method, &parts.uri, content_type, bytes)
+                .await)
+        })
+    }
+}

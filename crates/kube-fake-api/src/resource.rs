@@ -1,0 +1,173 @@
+//! The registry of resource types the stand-in serves.
+
+use std::collections::BTreeMap;
+
+/// Identifies a resource collection: API group, version and plural name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceId {
+    /// API group, `""` for the core group.
+    pub group: String,
+    /// API version, e.g. `v1`.
+    pub version: String,
+    /// Plural lower-case resource name, e.g. `configmaps`.
+    pub plural: String,
+}
+
+impl ResourceId {
+    /// Builds an id from its parts.
+    pub fn new(group: &str, version: &str, plural: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+        }
+    }
+
+    /// The `apiVersion` string (`v1` for core, `group/version` otherwise).
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural.group` as used in error messages (`configmaps`, `leases.coordination.k8s.io`).
+    pub fn qualified_name(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+/// Everything the stand-in needs to know about one resource type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// Group, version and plural name.
+    pub id: ResourceId,
+    /// The `kind`, e.g. `ConfigMap`.
+    pub kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Whether the type has a `/status` subresource. When it has one, writes
+    /// to the main resource ignore `.status` and writes to `/status` change
+    /// only `.status`, as on a real API server.
+    pub status_subresource: bool,
+}
+
+impl ResourceInfo {
+    /// A namespaced resource without a status subresource.
+    pub fn namespaced(group: &str, version: &str, kind: &str, plural: &str) -> Self {
+        Self {
+            id: ResourceId::new(group, version, plural),
+            kind: kind.to_owned(),
+            namespaced: true,
+            status_subresource: false,
+        }
+    }
+
+    /// A cluster-scoped resource without a status subresource.
+    pub fn cluster(group: &str, version: &str, kind: &str, plural: &str) -> Self {
+        Self {
+            namespaced: false,
+            ..Self::namespaced(group, version, kind, plural)
+        }
+    }
+
+    /// Same resource with the `/status` subresource switched on or off.
+    #[must_use]
+    pub fn with_status_subresource(self, enabled: bool) -> Self {
+        Self {
+            status_subresource: enabled,
+            ..self
+        }
+    }
+
+    /// The resource for a kube [`Resource`](kube::Resource) type with a
+    /// static dynamic type (k8s-openapi types and `#[derive(CustomResource)]`).
+    pub fn of<K: kube::Resource<DynamicType = ()>>(namespaced: bool) -> Self {
+        Self {
+            id: ResourceId::new(&K::group(&()), &K::version(&()), &K::plural(&())),
+            kind: K::kind(&()).into_owned(),
+            namespaced,
+            status_subresource: false,
+        }
+    }
+}
+
+/// The set of resource types the stand-in serves, keyed by [`ResourceId`].
+#[derive(Debug, Clone)]
+pub struct Registry {
+    resources: BTreeMap<ResourceId, ResourceInfo>,
+}
+
+impl Default for Registry {
+    /// The built-in resource types:
+    /// core v1 namespaces, nodes (cluster), pods, configmaps, secrets,
+    /// services, events; `coordination.k8s.io/v1` leases; `events.k8s.io/v1`
+    /// events; `apps/v1` deployments; `velero.io/v1` backups,
+    /// podvolumebackups, podvolumerestores, restores, schedules;
+    /// `velero.io/v2alpha1` datauploads, datadownloads; `cluster.x-k8s.io/v1beta1`
+    /// machines. Namespaces, nodes, pods, services, deployments and machines
+    /// have the `/status` subresource; the Velero kinds do not (Velero's
+    /// `Backup` CRD declares none); re-register a type with
+    /// [`ResourceInfo::with_status_subresource`] to change that.
+    fn default() -> Self {
+        let list = [
+            ResourceInfo::cluster("", "v1", "Namespace", "namespaces")
+                .with_status_subresource(true),
+            ResourceInfo::cluster("", "v1", "Node", "nodes").with_status_subresource(true),
+            ResourceInfo::namespaced("", "v1", "Pod", "pods").with_status_subresource(true),
+            ResourceInfo::namespaced("", "v1", "ConfigMap", "configmaps"),
+            ResourceInfo::namespaced("", "v1", "Secret", "secrets"),
+            ResourceInfo::namespaced("", "v1", "Service", "services").with_status_subresource(true),
+            ResourceInfo::namespaced("", "v1", "Event", "events"),
+            ResourceInfo::namespaced("coordination.k8s.io", "v1", "Lease", "leases"),
+            ResourceInfo::namespaced("events.k8s.io", "v1", "Event", "events"),
+            ResourceInfo::namespaced("apps", "v1", "Deployment", "deployments")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced("velero.io", "v1", "Backup", "backups"),
+            ResourceInfo::namespaced("velero.io", "v1", "Restore", "restores"),
+            ResourceInfo::namespaced("velero.io", "v1", "Schedule", "schedules"),
+            ResourceInfo::namespaced("velero.io", "v1", "PodVolumeBackup", "podvolumebackups"),
+            ResourceInfo::namespaced("velero.io", "v1", "PodVolumeRestore", "podvolumerestores"),
+            ResourceInfo::namespaced("velero.io", "v2alpha1", "DataUpload", "datauploads"),
+            ResourceInfo::namespaced("velero.io", "v2alpha1", "DataDownload", "datadownloads"),
+            ResourceInfo::namespaced("cluster.x-k8s.io", "v1beta1", "Machine", "machines")
+                .with_status_subresource(true),
+        ];
+        let mut registry = Self {
+            resources: BTreeMap::new(),
+        };
+        for info in list {
+            registry.register(info);
+        }
+        registry
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn empty() -> Self {
+        Self {
+            resources: BTreeMap::new(),
+        }
+    }
+
+    /// Adds or replaces a resource type.
+    pub fn register(&mut self, info: ResourceInfo) {
+        self.resources.insert(info.id.clone(), info);
+    }
+
+    /// Looks a resource type up.
+    pub fn get(&self, id: &ResourceId) -> Option<&ResourceInfo> {
+        self.resources.get(id)
+    }
+
+    /// All registered resource types, sorted by id.
+    pub fn iter(&self) -> impl Iterator<Item = &ResourceInfo> {
+        self.resources.values()
+    }
+}
