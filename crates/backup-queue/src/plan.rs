@@ -75,10 +75,12 @@ pub struct Waiting {
     pub reason: WaitReason,
 }
 
-/// A backup whose namespace filter is invalid. Like Velero (Q4.9) the queue
-/// treats its set as empty, so it blocks nothing and is dequeued when its
-/// turn comes; the backup controller then fails its validation. Report it to
-/// the user early (Event, CLI).
+/// A backup whose namespace filter is invalid. Velero gives it the empty set
+/// (Q4.9), so it overlaps nothing; this planner instead treats it as covering
+/// every namespace (it may still run if the backup controller accepts the
+/// pattern), so it starts only when it overlaps nothing. Report it to the
+/// user early (Event, CLI): the backup controller will probably fail its
+/// validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidFilter {
     /// The backup's name.

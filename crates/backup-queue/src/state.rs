@@ -336,8 +336,9 @@ fn resolve(
     mut cache: Option<&mut HashMap<String, Vec<u32>>>,
 ) -> NsSet {
     let Ok(m) = matcher else {
-        // Q4.9: an invalid pattern gives the empty set.
-        return NsSet::Ids(Vec::new());
+        // Velero gives an invalid filter the empty set (Q4.9), which lets the
+        // backup run next to anything; we hold it as covering everything.
+        return NsSet::All;
     };
     let mut ids = Vec::new();
     match m.shape() {
