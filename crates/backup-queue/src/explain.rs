@@ -2,6 +2,7 @@
 //! and the CLI.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::input::Phase;
 
@@ -12,43 +13,55 @@ pub const SHARED_NAMES_SHOWN: usize = 5;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SharedNamespaces {
     /// Up to [`SHARED_NAMES_SHOWN`] shared namespaces, smallest names first.
-    pub first: Vec<String>,
+    pub first: Vec<Arc<str>>,
     /// How many namespaces are shared in total.
     pub total: usize,
 }
 
 /// Builds a [`SharedNamespaces`] from an unsorted stream of names, keeping
-/// only the smallest few.
+/// only the smallest few (no allocation until `finish`).
 pub(crate) struct SharedCollector<'a> {
-    smallest: Vec<&'a str>,
+    smallest: [Option<&'a Arc<str>>; SHARED_NAMES_SHOWN],
+    len: usize,
     total: usize,
 }
 
 impl SharedNamespaces {
     pub(crate) fn collector<'a>() -> SharedCollector<'a> {
         SharedCollector {
-            smallest: Vec::with_capacity(SHARED_NAMES_SHOWN + 1),
+            smallest: [None; SHARED_NAMES_SHOWN],
+            len: 0,
             total: 0,
         }
     }
 }
 
 impl<'a> SharedCollector<'a> {
-    pub(crate) fn add(&mut self, name: &'a str) {
+    pub(crate) fn add(&mut self, name: &'a Arc<str>) {
         self.total += 1;
-        if self.smallest.len() == SHARED_NAMES_SHOWN
-            && self.smallest.last().is_some_and(|last| *last <= name)
+        fn key<'k>(n: &Option<&'k Arc<str>>) -> Option<&'k str> {
+            n.map(|a| &**a)
+        }
+        if self.len == SHARED_NAMES_SHOWN
+            && key(&self.smallest[SHARED_NAMES_SHOWN - 1]).is_some_and(|last| last <= &**name)
         {
             return;
         }
-        let pos = self.smallest.partition_point(|n| *n < name);
-        self.smallest.insert(pos, name);
-        self.smallest.truncate(SHARED_NAMES_SHOWN);
+        let pos =
+            self.smallest[..self.len].partition_point(|n| key(n).is_some_and(|n| n < &**name));
+        let end = self.len.min(SHARED_NAMES_SHOWN - 1);
+        self.smallest.copy_within(pos..end, pos + 1);
+        self.smallest[pos] = Some(name);
+        self.len = (self.len + 1).min(SHARED_NAMES_SHOWN);
     }
 
     pub(crate) fn finish(self) -> SharedNamespaces {
         SharedNamespaces {
-            first: self.smallest.into_iter().map(str::to_owned).collect(),
+            first: self.smallest[..self.len]
+                .iter()
+                .flatten()
+                .map(|a| Arc::clone(a))
+                .collect(),
             total: self.total,
         }
     }
@@ -56,7 +69,13 @@ impl<'a> SharedCollector<'a> {
 
 impl fmt::Display for SharedNamespaces {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}", self.first.join(", "))?;
+        f.write_str("[")?;
+        for (i, n) in self.first.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(n)?;
+        }
         let more = self.total.saturating_sub(self.first.len());
         if more > 0 {
             write!(f, ", and {more} more")?;
@@ -77,7 +96,7 @@ pub enum WaitReason {
     /// name.
     OverlapsActive {
         /// The active backup.
-        backup: String,
+        backup: Arc<str>,
         /// Its phase after the plan.
         phase: Phase,
         /// The namespaces they share.
@@ -88,7 +107,7 @@ pub enum WaitReason {
     /// backup is the earliest one.
     BehindEarlier {
         /// The earlier queued backup.
-        backup: String,
+        backup: Arc<str>,
         /// Its position after the plan.
         position: u32,
         /// The namespaces they share.
@@ -134,12 +153,16 @@ mod tests {
 
     #[test]
     fn collector_keeps_the_smallest_names_and_counts_all() {
+        let names: Vec<Arc<str>> = ["h", "b", "g", "a", "f", "e", "d", "c"]
+            .map(Arc::from)
+            .to_vec();
         let mut c = SharedNamespaces::collector();
-        for n in ["h", "b", "g", "a", "f", "e", "d", "c"] {
+        for n in &names {
             c.add(n);
         }
         let s = c.finish();
-        assert_eq!(s.first, ["a", "b", "c", "d", "e"]);
+        let first: Vec<&str> = s.first.iter().map(|a| &**a).collect();
+        assert_eq!(first, ["a", "b", "c", "d", "e"]);
         assert_eq!(s.total, 8);
         assert_eq!(s.to_string(), "[a, b, c, d, e, and 3 more]");
     }

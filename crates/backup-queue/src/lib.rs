@@ -31,7 +31,7 @@ mod universe;
 pub use explain::{SHARED_NAMES_SHOWN, SharedNamespaces, WaitReason};
 pub use input::{BackupInput, NamespaceFilter, Phase, QueueInput};
 pub use namespaces::{
-    FilterField, NamespaceMatcher, PatternError, PatternProblem, is_namespace_name,
+    FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, is_namespace_name,
     validate_pattern,
 };
 pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting, plan};

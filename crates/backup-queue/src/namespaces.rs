@@ -1,9 +1,11 @@
 //! Namespace patterns: Velero's validation (Q4.7) and a matcher compiled
 //! once per backup (Q4.6–Q4.9), built on `globset`.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobMatcher};
 
 use crate::input::NamespaceFilter;
 
@@ -119,6 +121,82 @@ fn build_glob(pattern: &str) -> Result<globset::Glob, PatternProblem> {
         .map_err(|e| PatternProblem::Glob(e.kind().to_string()))
 }
 
+/// Compiled wildcards shared between backups: compiling a glob builds a
+/// regular expression, which costs far more than matching it.
+#[derive(Debug, Clone, Default)]
+pub struct PatternCache {
+    globs: HashMap<String, Arc<GlobMatcher>>,
+}
+
+impl PatternCache {
+    /// Forgets every compiled pattern (bounds memory after churn).
+    pub fn clear(&mut self) {
+        self.globs.clear();
+    }
+
+    /// Number of distinct compiled wildcards held.
+    pub fn len(&self) -> usize {
+        self.globs.len()
+    }
+
+    /// True if nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.globs.is_empty()
+    }
+
+    fn glob(&mut self, pattern: &str) -> Result<Arc<GlobMatcher>, PatternProblem> {
+        if let Some(m) = self.globs.get(pattern) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(build_glob(pattern)?.compile_matcher());
+        self.globs.insert(pattern.to_owned(), m.clone());
+        Ok(m)
+    }
+}
+
+/// One validated pattern. Simple shapes are matched without a regular
+/// expression; `globset` (same semantics) handles the rest.
+#[derive(Debug, Clone)]
+pub(crate) enum Pattern {
+    /// No wildcard: equality.
+    Literal(Box<str>),
+    /// `abc*`.
+    Prefix(Box<str>),
+    /// `*abc`.
+    Suffix(Box<str>),
+    /// Anything else, compiled by `globset`.
+    Glob(Arc<GlobMatcher>),
+}
+
+impl Pattern {
+    fn compile(pattern: &str, cache: &mut PatternCache) -> Result<Self, PatternProblem> {
+        validate_pattern(pattern)?;
+        if !is_wildcard(pattern) {
+            return Ok(Self::Literal(pattern.into()));
+        }
+        if let Some(prefix) = pattern.strip_suffix('*')
+            && !is_wildcard(prefix)
+        {
+            return Ok(Self::Prefix(prefix.into()));
+        }
+        if let Some(suffix) = pattern.strip_prefix('*')
+            && !is_wildcard(suffix)
+        {
+            return Ok(Self::Suffix(suffix.into()));
+        }
+        cache.glob(pattern).map(Self::Glob)
+    }
+
+    pub(crate) fn is_match(&self, namespace: &str) -> bool {
+        match self {
+            Self::Literal(l) => **l == *namespace,
+            Self::Prefix(p) => namespace.starts_with(&**p),
+            Self::Suffix(s) => namespace.ends_with(&**s),
+            Self::Glob(g) => g.is_match(namespace),
+        }
+    }
+}
+
 /// One compiled include wildcard.
 #[derive(Debug, Clone)]
 pub(crate) struct IncludeGlob {
@@ -127,7 +205,7 @@ pub(crate) struct IncludeGlob {
     /// The literal characters before the first wildcard (narrows the
     /// candidate namespaces to a sorted range).
     pub(crate) prefix: String,
-    pub(crate) matcher: GlobMatcher,
+    pub(crate) matcher: Pattern,
 }
 
 /// The shape of a backup's namespace set.
@@ -151,48 +229,40 @@ pub struct NamespaceMatcher {
     /// Sorted, de-duplicated literal includes (Q4.6).
     literals: Vec<String>,
     globs: Vec<IncludeGlob>,
-    excludes: GlobSet,
+    excludes: Vec<Pattern>,
 }
 
 impl NamespaceMatcher {
     /// Validates and compiles a filter. The first invalid pattern (includes
     /// first, in list order) is reported.
     pub fn compile(filter: &NamespaceFilter) -> Result<Self, PatternError> {
-        let check = |field, index, pattern: &String| {
-            validate_pattern(pattern)
-                .and_then(|()| build_glob(pattern).map(|_| ()))
-                .map_err(|problem| PatternError {
-                    field,
-                    index,
-                    pattern: pattern.clone(),
-                    problem,
-                })
-        };
-        for (i, p) in filter.included.iter().enumerate() {
-            check(FilterField::Included, i, p)?;
-        }
-        for (i, p) in filter.excluded.iter().enumerate() {
-            check(FilterField::Excluded, i, p)?;
-        }
+        Self::compile_cached(filter, &mut PatternCache::default())
+    }
 
-        let mut excludes = GlobSetBuilder::new();
-        for p in &filter.excluded {
-            excludes.add(build_glob(p).map_err(|problem| PatternError {
-                field: FilterField::Excluded,
-                index: 0,
-                pattern: p.clone(),
-                problem,
-            })?);
-        }
-        let excludes = excludes.build().map_err(|e| PatternError {
-            field: FilterField::Excluded,
-            index: 0,
-            pattern: filter.excluded.join(","),
-            problem: PatternProblem::Glob(e.kind().to_string()),
-        })?;
+    /// Like [`NamespaceMatcher::compile`], reusing wildcards that `cache`
+    /// already compiled (many backups share the same wildcards).
+    pub fn compile_cached(
+        filter: &NamespaceFilter,
+        cache: &mut PatternCache,
+    ) -> Result<Self, PatternError> {
+        let mut compile_list = |field, list: &[String]| -> Result<Vec<Pattern>, PatternError> {
+            list.iter()
+                .enumerate()
+                .map(|(index, pattern)| {
+                    Pattern::compile(pattern, cache).map_err(|problem| PatternError {
+                        field,
+                        index,
+                        pattern: pattern.clone(),
+                        problem,
+                    })
+                })
+                .collect()
+        };
+        let includes = compile_list(FilterField::Included, &filter.included)?;
+        let excludes = compile_list(FilterField::Excluded, &filter.excluded)?;
 
         let include_all = filter.included.is_empty() || filter.included.iter().any(|p| p == "*");
-        let shape = match (include_all, filter.excluded.is_empty()) {
+        let shape = match (include_all, excludes.is_empty()) {
             (true, true) => Shape::All,
             (true, false) => Shape::AllExcept,
             (false, _) => Shape::Listed,
@@ -200,22 +270,22 @@ impl NamespaceMatcher {
         let mut literals = Vec::new();
         let mut globs = Vec::new();
         if shape == Shape::Listed {
-            for p in &filter.included {
-                if is_wildcard(p) {
-                    let glob = build_glob(p).map_err(|problem| PatternError {
-                        field: FilterField::Included,
-                        index: 0,
-                        pattern: p.clone(),
-                        problem,
-                    })?;
-                    let prefix: String = p.chars().take_while(|c| !"*?[\\".contains(*c)).collect();
-                    globs.push(IncludeGlob {
-                        pattern: p.clone(),
-                        prefix,
-                        matcher: glob.compile_matcher(),
-                    });
-                } else if !p.is_empty() {
-                    literals.push(p.clone());
+            for (p, matcher) in filter.included.iter().zip(includes) {
+                match matcher {
+                    Pattern::Literal(_) => {
+                        if !p.is_empty() {
+                            literals.push(p.clone());
+                        }
+                    }
+                    matcher => {
+                        let prefix: String =
+                            p.chars().take_while(|c| !"*?[\\".contains(*c)).collect();
+                        globs.push(IncludeGlob {
+                            pattern: p.clone(),
+                            prefix,
+                            matcher,
+                        });
+                    }
                 }
             }
             literals.sort();
@@ -249,7 +319,7 @@ impl NamespaceMatcher {
 
     /// True if an exclude pattern matches `namespace`.
     pub(crate) fn is_excluded(&self, namespace: &str) -> bool {
-        !self.excludes.is_empty() && self.excludes.is_match(namespace)
+        self.excludes.iter().any(|p| p.is_match(namespace))
     }
 
     /// True if the filter covers every namespace, present and future, with

@@ -2,6 +2,7 @@
 //! (Q4.22) and says why every backup left waiting waits.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::explain::{SharedNamespaces, WaitReason};
 use crate::input::{Phase, QueueInput};
@@ -55,11 +56,11 @@ impl StatusChange {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StatusWrite {
     /// The backup's name.
-    pub backup: String,
+    pub backup: Arc<str>,
     /// The `resourceVersion` of the snapshot the plan was made from; send
     /// it as a precondition so a write based on stale data fails with 409
     /// (re-plan from fresh state then).
-    pub resource_version: Option<String>,
+    pub resource_version: Option<Arc<str>>,
     /// What to write.
     pub change: StatusChange,
 }
@@ -68,7 +69,7 @@ pub struct StatusWrite {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Waiting {
     /// The backup's name.
-    pub backup: String,
+    pub backup: Arc<str>,
     /// Its `queuePosition` after the plan (1-based, dense).
     pub position: u32,
     /// Why it does not start.
@@ -84,7 +85,7 @@ pub struct Waiting {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidFilter {
     /// The backup's name.
-    pub backup: String,
+    pub backup: Arc<str>,
     /// The first invalid pattern.
     pub error: PatternError,
 }
@@ -121,14 +122,14 @@ impl Plan {
         self.writes
             .iter()
             .filter(|w| w.change == StatusChange::Start)
-            .map(|w| w.backup.as_str())
+            .map(|w| &*w.backup)
     }
 
     /// Applies the writes to a snapshot (what the API server would hold
     /// after they all succeed). Writes for unknown backups are ignored.
     pub fn apply_to(&self, input: &mut QueueInput) {
         for w in &self.writes {
-            if let Some(b) = input.backups.iter_mut().find(|b| b.name == w.backup) {
+            if let Some(b) = input.backups.iter_mut().find(|b| *b.name == *w.backup) {
                 b.phase = w.change.phase();
                 b.queue_position = w.change.queue_position();
             }
@@ -325,7 +326,9 @@ fn is_empty(set: &NsSet, universe: &Universe) -> bool {
 fn shared(a: &NsSet, b: &NsSet, universe: &Universe) -> SharedNamespaces {
     let mut out = SharedNamespaces::collector();
     match (a, b) {
-        (NsSet::All, NsSet::All) => universe.live().for_each(|(n, _)| out.add(n)),
+        (NsSet::All, NsSet::All) => universe
+            .live()
+            .for_each(|(_, id)| out.add(universe.name(id))),
         (NsSet::All, NsSet::Ids(ids)) | (NsSet::Ids(ids), NsSet::All) => {
             ids.iter().for_each(|&id| out.add(universe.name(id)));
         }
@@ -347,7 +350,17 @@ fn shared(a: &NsSet, b: &NsSet, universe: &Universe) -> SharedNamespaces {
     out.finish()
 }
 
-pub(crate) fn plan_state(state: &QueueState) -> Plan {
+/// What keeps a backup waiting, before it is turned into a [`WaitReason`].
+#[derive(Clone, Copy)]
+enum Blocker {
+    Active(u32),
+    Earlier(u32),
+    Capacity,
+}
+
+/// The planning pass. Without `with_reasons`, `Plan::waiting` stays empty
+/// (the cheap form for controllers that only need the writes).
+pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
     let universe = &state.universe;
     let limit = state.limit;
     let mut claims = Claims::new(state);
@@ -365,29 +378,39 @@ pub(crate) fn plan_state(state: &QueueState) -> Plan {
     for (order, &slot) in state.waiting.values().enumerate() {
         rank[slot as usize] = u32::try_from(order).unwrap_or(NONE - 1);
         let r = state.record(slot);
-        let reason = if let Some(x) = claims.active_blocker(&r.set) {
-            let blocker = state.record(x);
-            Some(WaitReason::OverlapsActive {
-                backup: blocker.name.clone(),
-                phase: if blocker.phase.is_active() {
-                    blocker.phase
-                } else {
-                    Phase::ReadyToStart
-                },
-                namespaces: shared(&r.set, &blocker.set, universe),
-            })
+        let blocker = if let Some(x) = claims.active_blocker(&r.set) {
+            Some(Blocker::Active(x))
         } else if let Some(e) = claims.waiting_blocker(&r.set, &rank) {
-            let blocker = state.record(e);
-            Some(WaitReason::BehindEarlier {
-                backup: blocker.name.clone(),
-                position: final_position[e as usize],
-                namespaces: shared(&r.set, &blocker.set, universe),
-            })
+            Some(Blocker::Earlier(e))
         } else if active >= limit {
-            Some(WaitReason::CapacityFull { limit })
+            Some(Blocker::Capacity)
         } else {
             None
         };
+        let reason = blocker.map(|b| match (with_reasons, b) {
+            (false, _) => None,
+            (true, Blocker::Active(x)) => {
+                let blocker = state.record(x);
+                Some(WaitReason::OverlapsActive {
+                    backup: blocker.name.clone(),
+                    phase: if blocker.phase.is_active() {
+                        blocker.phase
+                    } else {
+                        Phase::ReadyToStart
+                    },
+                    namespaces: shared(&r.set, &blocker.set, universe),
+                })
+            }
+            (true, Blocker::Earlier(e)) => {
+                let blocker = state.record(e);
+                Some(WaitReason::BehindEarlier {
+                    backup: blocker.name.clone(),
+                    position: final_position[e as usize],
+                    namespaces: shared(&r.set, &blocker.set, universe),
+                })
+            }
+            (true, Blocker::Capacity) => Some(WaitReason::CapacityFull { limit }),
+        });
         match reason {
             None => {
                 active += 1;
@@ -408,7 +431,7 @@ pub(crate) fn plan_state(state: &QueueState) -> Plan {
     }
 
     let mut writes = starts;
-    let mut waiting_out = Vec::with_capacity(waiting.len());
+    let mut waiting_out = Vec::with_capacity(if with_reasons { waiting.len() } else { 0 });
     for (slot, reason) in waiting {
         let r = state.record(slot);
         let position = final_position[slot as usize];
@@ -427,11 +450,13 @@ pub(crate) fn plan_state(state: &QueueState) -> Plan {
                 change,
             });
         }
-        waiting_out.push(Waiting {
-            backup: r.name.clone(),
-            position,
-            reason,
-        });
+        if let Some(reason) = reason {
+            waiting_out.push(Waiting {
+                backup: r.name.clone(),
+                position,
+                reason,
+            });
+        }
     }
 
     let mut invalid: Vec<InvalidFilter> = state

@@ -2,11 +2,12 @@
 //! one event at a time, so that planning never re-resolves wildcards.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 
 use crate::input::{BackupInput, NamespaceFilter, Phase, QueueInput};
-use crate::namespaces::{NamespaceMatcher, PatternError, Shape, is_namespace_name};
+use crate::namespaces::{NamespaceMatcher, PatternCache, PatternError, Shape, is_namespace_name};
 use crate::plan::{Plan, plan_state};
 use crate::universe::Universe;
 
@@ -43,13 +44,13 @@ pub(crate) struct OrderKey {
     pub(crate) new: bool,
     pub(crate) position: u32,
     pub(crate) created: Timestamp,
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
-    pub(crate) name: String,
-    pub(crate) resource_version: Option<String>,
+    pub(crate) name: Arc<str>,
+    pub(crate) resource_version: Option<Arc<str>>,
     pub(crate) phase: Phase,
     pub(crate) position: u32,
     pub(crate) created: Timestamp,
@@ -85,11 +86,12 @@ pub struct QueueState {
     pub(crate) universe: Universe,
     pub(crate) slots: Vec<Option<Record>>,
     free: Vec<u32>,
-    by_name: HashMap<String, u32>,
+    by_name: HashMap<Arc<str>, u32>,
     /// Waiting (New and Queued) backups in queue order.
     pub(crate) waiting: BTreeMap<OrderKey, u32>,
     /// Active (ReadyToStart and InProgress) backups by name.
-    pub(crate) active: BTreeMap<String, u32>,
+    pub(crate) active: BTreeMap<Arc<str>, u32>,
+    patterns: PatternCache,
 }
 
 impl QueueState {
@@ -103,6 +105,7 @@ impl QueueState {
             by_name: HashMap::new(),
             waiting: BTreeMap::new(),
             active: BTreeMap::new(),
+            patterns: PatternCache::default(),
         }
     }
 
@@ -126,7 +129,7 @@ impl QueueState {
             if b.phase == Phase::Other {
                 continue;
             }
-            let record = new_record(b);
+            let record = new_record(b, &mut state.patterns);
             for lit in &record.literals {
                 state.universe.add_ref(lit);
             }
@@ -177,9 +180,16 @@ impl QueueState {
         }
     }
 
-    /// Plans the status writes that bring the queue to its steady state.
+    /// Plans the status writes that bring the queue to its steady state,
+    /// with a [`crate::WaitReason`] for every backup left waiting.
     pub fn plan(&self) -> Plan {
-        plan_state(self)
+        plan_state(self, true)
+    }
+
+    /// Like [`QueueState::plan`] without the explanations (`Plan::waiting`
+    /// is empty): the cheap form for a controller reacting to every event.
+    pub fn plan_writes(&self) -> Plan {
+        plan_state(self, false)
     }
 
     pub(crate) fn record(&self, slot: u32) -> &Record {
@@ -194,12 +204,12 @@ impl QueueState {
             self.remove(&b.name);
             return;
         }
-        if let Some(&slot) = self.by_name.get(&b.name) {
+        if let Some(&slot) = self.by_name.get(b.name.as_str()) {
             let same_filter = self.record(slot).filter == b.namespaces;
             if same_filter {
                 self.unindex(slot);
                 if let Some(r) = self.slots[slot as usize].as_mut() {
-                    r.resource_version = b.resource_version;
+                    r.resource_version = b.resource_version.as_deref().map(Arc::from);
                     r.phase = b.phase;
                     r.position = b.queue_position;
                     r.created = b.created;
@@ -209,7 +219,10 @@ impl QueueState {
             }
             self.remove(&b.name);
         }
-        let mut record = new_record(&b);
+        if self.patterns.len() > 4 * self.len() + 1024 {
+            self.patterns.clear();
+        }
+        let mut record = new_record(&b, &mut self.patterns);
         for lit in &record.literals {
             if let Some(id) = self.universe.add_ref(lit) {
                 self.namespace_appeared(id);
@@ -276,7 +289,7 @@ impl QueueState {
 
     /// Adds a newly live namespace to every set that contains it.
     fn namespace_appeared(&mut self, id: u32) {
-        let name = self.universe.name(id).to_owned();
+        let name = Arc::clone(self.universe.name(id));
         for r in self.slots.iter_mut().flatten() {
             let NsSet::Ids(ids) = &mut r.set else {
                 continue;
@@ -301,8 +314,8 @@ impl QueueState {
     }
 }
 
-fn new_record(b: &BackupInput) -> Record {
-    let matcher = NamespaceMatcher::compile(&b.namespaces);
+fn new_record(b: &BackupInput, patterns: &mut PatternCache) -> Record {
+    let matcher = NamespaceMatcher::compile_cached(&b.namespaces, patterns);
     // A literal include counts as a namespace even before it exists, unless
     // the backup excludes it or it can never be a namespace name.
     let literals = match &matcher {
@@ -315,8 +328,8 @@ fn new_record(b: &BackupInput) -> Record {
         Err(_) => Vec::new(),
     };
     Record {
-        name: b.name.clone(),
-        resource_version: b.resource_version.clone(),
+        name: Arc::from(b.name.as_str()),
+        resource_version: b.resource_version.as_deref().map(Arc::from),
         phase: b.phase,
         position: b.queue_position,
         created: b.created,

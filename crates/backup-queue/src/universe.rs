@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// Interned namespace names. An id is *live* while its namespace exists in
 /// the cluster or some backup names it literally; only live ids are in
 /// backup sets. Ids are never reused for another name.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Universe {
-    names: Vec<String>,
+    names: Vec<Arc<str>>,
     in_cluster: Vec<bool>,
     refs: Vec<u32>,
     ids: HashMap<String, u32>,
@@ -29,13 +30,13 @@ impl Universe {
         self.live.len()
     }
 
-    pub(crate) fn name(&self, id: u32) -> &str {
+    pub(crate) fn name(&self, id: u32) -> &Arc<str> {
         &self.names[id as usize]
     }
 
     /// The live id of `name`.
     pub(crate) fn live_id(&self, name: &str) -> Option<u32> {
-        self.live.get(name).copied()
+        self.ids.get(name).copied().filter(|&id| self.is_live(id))
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -43,7 +44,7 @@ impl Universe {
             return id;
         }
         let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.push(name.to_owned());
+        self.names.push(Arc::from(name));
         self.in_cluster.push(false);
         self.refs.push(0);
         self.ids.insert(name.to_owned(), id);

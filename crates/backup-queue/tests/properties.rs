@@ -118,7 +118,7 @@ proptest! {
         let mut last_position = 0;
         let mut names = BTreeSet::new();
         for w in &p.writes {
-            prop_assert_eq!(&w.resource_version, rv[w.backup.as_str()]);
+            prop_assert_eq!(w.resource_version.as_deref(), rv[&*w.backup].as_deref());
             prop_assert!(names.insert(w.backup.clone()), "one write per backup");
             if w.change == StatusChange::Start {
                 prop_assert!(!seen_position_write, "dequeues precede position writes");
@@ -142,9 +142,9 @@ proptest! {
                     prop_assert!(phase_of(&after, backup).phase.is_active());
                     prop_assert_eq!(phase_of(&after, backup).phase, *phase);
                     prop_assert!(overlap(&sets, &w.backup, backup));
-                    let shared: BTreeSet<_> = sets[&w.backup].intersection(&sets[backup]).cloned().collect();
+                    let shared: BTreeSet<_> = sets[&*w.backup].intersection(&sets[&**backup]).cloned().collect();
                     prop_assert_eq!(namespaces.total, shared.len());
-                    prop_assert_eq!(&namespaces.first, &shared.iter().take(5).cloned().collect::<Vec<_>>());
+                    prop_assert_eq!(namespaces.first.iter().map(|n| n.to_string()).collect::<Vec<_>>(), shared.iter().take(5).cloned().collect::<Vec<_>>());
                 }
                 WaitReason::BehindEarlier { backup, position, .. } => {
                     prop_assert!(rank(backup) < rank(&w.backup));
@@ -313,7 +313,11 @@ proptest! {
                 cluster_namespaces: cluster.iter().map(|s| s.to_string()).collect(),
                 concurrent_backups: limit,
             };
-            prop_assert_eq!(state.plan(), plan(&snapshot));
+            let full = plan(&snapshot);
+            prop_assert_eq!(&state.plan(), &full);
+            let cheap = state.plan_writes();
+            prop_assert_eq!(&cheap.writes, &full.writes);
+            prop_assert!(cheap.waiting.is_empty());
         }
     }
 }

@@ -71,11 +71,7 @@ fn new_backups_queue_in_creation_order_with_name_tie_break() {
         1,
     );
     let p = plan(&input);
-    let writes: Vec<_> = p
-        .writes
-        .iter()
-        .map(|w| (w.backup.as_str(), w.change))
-        .collect();
+    let writes: Vec<_> = p.writes.iter().map(|w| (&*w.backup, w.change)).collect();
     assert_eq!(
         writes,
         [
@@ -131,7 +127,7 @@ fn zero_positions_sort_first_but_still_check_overlap() {
     );
     let p = plan(&input);
     assert_eq!(p.started().collect::<Vec<_>>(), ["one"]);
-    assert_eq!(p.waiting[0].backup, "zero");
+    assert_eq!(&*p.waiting[0].backup, "zero");
     assert_eq!(p.waiting[0].position, 1);
     assert!(matches!(
         p.waiting[0].reason,
@@ -271,11 +267,7 @@ fn renumbering_writes_only_changed_positions() {
     );
     // a and b start; c moves 3 -> 1 and d 5 -> 2.
     let p = plan(&input);
-    let writes: Vec<_> = p
-        .writes
-        .iter()
-        .map(|w| (w.backup.as_str(), w.change))
-        .collect();
+    let writes: Vec<_> = p.writes.iter().map(|w| (&*w.backup, w.change)).collect();
     assert_eq!(
         writes,
         [
@@ -317,7 +309,7 @@ fn incremental_events_follow_the_design_scenario() {
         let mut b = input
             .backups
             .iter()
-            .find(|b| b.name == w.backup)
+            .find(|b| *b.name == *w.backup)
             .unwrap()
             .clone();
         b.phase = w.change.phase();
