@@ -1,7 +1,7 @@
 //! Planner vs. the reference model of Velero's reconcile loop, measured in
 //! the same run. See `docs/performance.md` (`## backup-queue`).
 
-#[path = "workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use std::hint::black_box;
