@@ -350,17 +350,17 @@ fn shared(a: &NsSet, b: &NsSet, universe: &Universe) -> SharedNamespaces {
     out.finish()
 }
 
-/// What keeps a backup waiting, before it is turned into a [`WaitReason`].
-#[derive(Clone, Copy)]
-enum Blocker {
-    Active(u32),
-    Earlier(u32),
-    Capacity,
+/// Which backups start and which wait, in queue order.
+struct Decision {
+    starts: Vec<u32>,
+    waiting: Vec<u32>,
+    /// One per waiting backup, or empty when not explained.
+    reasons: Vec<WaitReason>,
+    active: u32,
 }
 
-/// The planning pass. Without `with_reasons`, `Plan::waiting` stays empty
-/// (the cheap form for controllers that only need the writes).
-pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
+/// The pass with blame: finds for every waiting backup what blocks it.
+fn decide_explained(state: &QueueState) -> Decision {
     let universe = &state.universe;
     let limit = state.limit;
     let mut claims = Claims::new(state);
@@ -368,73 +368,149 @@ pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
     for &slot in state.active.values() {
         claims.claim_active(slot, &state.record(slot).set);
     }
-
     // Per slot: order among waiting backups (for blame), final position.
     let mut rank = vec![NONE; state.slots.len()];
     let mut final_position = vec![0u32; state.slots.len()];
+    let queued = state.waiting.len();
     let mut starts = Vec::new();
-    let mut waiting = Vec::new();
-    let mut next_position = 0u32;
+    let mut waiting: Vec<u32> = Vec::with_capacity(queued);
+    let mut reasons: Vec<WaitReason> = Vec::with_capacity(queued);
     for (order, &slot) in state.waiting.values().enumerate() {
         rank[slot as usize] = u32::try_from(order).unwrap_or(NONE - 1);
         let r = state.record(slot);
-        let blocker = if let Some(x) = claims.active_blocker(&r.set) {
-            Some(Blocker::Active(x))
+        let reason = if let Some(x) = claims.active_blocker(&r.set) {
+            let blocker = state.record(x);
+            Some(WaitReason::OverlapsActive {
+                backup: blocker.name.clone(),
+                phase: if blocker.phase.is_active() {
+                    blocker.phase
+                } else {
+                    Phase::ReadyToStart
+                },
+                namespaces: shared(&r.set, &blocker.set, universe),
+            })
         } else if let Some(e) = claims.waiting_blocker(&r.set, &rank) {
-            Some(Blocker::Earlier(e))
+            let blocker = state.record(e);
+            Some(WaitReason::BehindEarlier {
+                backup: blocker.name.clone(),
+                position: final_position[e as usize],
+                namespaces: shared(&r.set, &blocker.set, universe),
+            })
         } else if active >= limit {
-            Some(Blocker::Capacity)
+            Some(WaitReason::CapacityFull { limit })
         } else {
             None
         };
-        let reason = blocker.map(|b| match (with_reasons, b) {
-            (false, _) => None,
-            (true, Blocker::Active(x)) => {
-                let blocker = state.record(x);
-                Some(WaitReason::OverlapsActive {
-                    backup: blocker.name.clone(),
-                    phase: if blocker.phase.is_active() {
-                        blocker.phase
-                    } else {
-                        Phase::ReadyToStart
-                    },
-                    namespaces: shared(&r.set, &blocker.set, universe),
-                })
-            }
-            (true, Blocker::Earlier(e)) => {
-                let blocker = state.record(e);
-                Some(WaitReason::BehindEarlier {
-                    backup: blocker.name.clone(),
-                    position: final_position[e as usize],
-                    namespaces: shared(&r.set, &blocker.set, universe),
-                })
-            }
-            (true, Blocker::Capacity) => Some(WaitReason::CapacityFull { limit }),
-        });
         match reason {
             None => {
                 active += 1;
                 claims.claim_active(slot, &r.set);
-                starts.push(StatusWrite {
-                    backup: r.name.clone(),
-                    resource_version: r.resource_version.clone(),
-                    change: StatusChange::Start,
-                });
+                starts.push(slot);
             }
             Some(reason) => {
-                next_position += 1;
-                final_position[slot as usize] = next_position;
+                waiting.push(slot);
+                final_position[slot as usize] = u32::try_from(waiting.len()).unwrap_or(NONE);
                 claims.claim_waiting(slot, &r.set);
-                waiting.push((slot, reason));
+                reasons.push(reason);
             }
         }
     }
+    Decision {
+        starts,
+        waiting,
+        reasons,
+        active,
+    }
+}
 
-    let mut writes = starts;
-    let mut waiting_out = Vec::with_capacity(if with_reasons { waiting.len() } else { 0 });
-    for (slot, reason) in waiting {
+/// Claimed namespaces, without owners.
+struct Claimed {
+    ids: Vec<bool>,
+    /// An `All` set was claimed.
+    all: bool,
+    /// Some non-empty set was claimed.
+    any: bool,
+}
+
+impl Claimed {
+    fn claim(&mut self, set: &NsSet, universe: &Universe) {
+        if is_empty(set, universe) {
+            return;
+        }
+        self.any = true;
+        match set {
+            NsSet::All => self.all = true,
+            NsSet::Ids(ids) => ids.iter().for_each(|&id| self.ids[id as usize] = true),
+        }
+    }
+
+    fn blocks(&self, set: &NsSet, universe: &Universe) -> bool {
+        !is_empty(set, universe)
+            && match set {
+                NsSet::All => self.any,
+                NsSet::Ids(ids) => self.all || ids.iter().any(|&id| self.ids[id as usize]),
+            }
+    }
+}
+
+/// The same decisions without blame: a namespace is either claimed (by an
+/// active or an earlier waiting backup) or not, and the first claimed
+/// namespace of a backup settles that it waits.
+fn decide_fast(state: &QueueState) -> Decision {
+    let universe = &state.universe;
+    let limit = state.limit;
+    let mut claimed = Claimed {
+        ids: vec![false; universe.id_count()],
+        all: false,
+        any: false,
+    };
+    let mut active = u32::try_from(state.active.len()).unwrap_or(u32::MAX);
+    for &slot in state.active.values() {
+        claimed.claim(&state.record(slot).set, universe);
+    }
+    let mut starts = Vec::new();
+    let mut waiting: Vec<u32> = Vec::with_capacity(state.waiting.len());
+    for &slot in state.waiting.values() {
+        let set = &state.record(slot).set;
+        if !claimed.blocks(set, universe) && active < limit {
+            active += 1;
+            starts.push(slot);
+        } else {
+            waiting.push(slot);
+        }
+        claimed.claim(set, universe);
+    }
+    Decision {
+        starts,
+        waiting,
+        reasons: Vec::new(),
+        active,
+    }
+}
+
+/// The planning pass. Without `with_reasons`, `Plan::waiting` stays empty
+/// (the cheap form for controllers that only need the writes).
+pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
+    let limit = state.limit;
+    let decision = if with_reasons {
+        decide_explained(state)
+    } else {
+        decide_fast(state)
+    };
+    let mut writes = Vec::with_capacity(decision.starts.len() + decision.waiting.len());
+    writes.extend(decision.starts.iter().map(|&slot| {
         let r = state.record(slot);
-        let position = final_position[slot as usize];
+        StatusWrite {
+            backup: r.name.clone(),
+            resource_version: r.resource_version.clone(),
+            change: StatusChange::Start,
+        }
+    }));
+    let mut waiting_out = Vec::with_capacity(decision.reasons.len());
+    let mut reasons = decision.reasons.into_iter();
+    for (i, &slot) in decision.waiting.iter().enumerate() {
+        let r = state.record(slot);
+        let position = u32::try_from(i + 1).unwrap_or(NONE);
         let change = match r.phase {
             Phase::New => Some(StatusChange::Enqueue { position }),
             _ if r.position != position => Some(StatusChange::Reposition {
@@ -450,7 +526,7 @@ pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
                 change,
             });
         }
-        if let Some(reason) = reason {
+        if let Some(reason) = reasons.next() {
             waiting_out.push(Waiting {
                 backup: r.name.clone(),
                 position,
@@ -458,6 +534,7 @@ pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
             });
         }
     }
+    let active = decision.active;
 
     let mut invalid: Vec<InvalidFilter> = state
         .slots
