@@ -1,0 +1,38 @@
+//! Velero's concurrent backup queue as a pure, incremental planner.
+//!
+//! Velero moves new backups to `Queued` with a `queuePosition`, and starts
+//! (`ReadyToStart`) a queued backup when fewer than `--concurrent-backups`
+//! backups are running and its namespaces overlap neither a running backup
+//! nor a backup ahead of it in the queue (spec `velero.md` §4, Q4.1–Q4.22).
+//! This crate decides the same thing from a snapshot:
+//!
+//! - [`NamespaceMatcher`] validates and compiles a backup's namespace filter
+//!   once (Velero's wildcard rules, Q4.6–Q4.9);
+//! - [`plan`] turns a [`QueueInput`] into a [`Plan`]: ordered status writes
+//!   reaching the steady state in one pass, plus a [`WaitReason`] for every
+//!   backup left waiting;
+//! - [`QueueState`] keeps resolved namespace sets up to date one
+//!   [`QueueEvent`] at a time and plans without re-resolving anything;
+//! - [`reference`] is a deliberately straightforward model of Velero's own
+//!   reconcile loop, the baseline for tests and benchmarks.
+//!
+//! No I/O, no clock, no randomness: the same input gives the same plan.
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod explain;
+mod input;
+mod namespaces;
+mod plan;
+pub mod reference;
+mod state;
+mod universe;
+
+pub use explain::{SHARED_NAMES_SHOWN, SharedNamespaces, WaitReason};
+pub use input::{BackupInput, NamespaceFilter, Phase, QueueInput};
+pub use namespaces::{
+    FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, is_namespace_name,
+    validate_pattern,
+};
+pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting, plan};
+pub use state::{QueueEvent, QueueState};
