@@ -18,7 +18,10 @@ pub mod output;
 
 use std::io::{Read, Write};
 
-pub use cli::{Cli, Command, GlobalArgs, ObjectRef, OutputFormat};
+pub use cli::{
+    AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, NodeOsArg, ObjectRef,
+    OutputFormat, ScheduleArgs,
+};
 pub use commands::CommandError;
 
 use manifest::{Inventory, Source};

@@ -2,12 +2,21 @@
 //! input, calls the crate, and builds the [`Output`]: the JSON document of
 //! the issue-6 contract and a table.
 
+mod affinity;
+mod concurrency;
+mod config_check;
+mod config_source;
+mod diagnose;
+mod render;
 mod report;
+mod schedule;
 
 use std::io::Write;
 
 use crate::Exit;
-use crate::cli::{Command, GlobalArgs};
+use anti_affinity_placement::scheduler::Options;
+
+use crate::cli::{Command, ConfigAction, GlobalArgs};
 use crate::manifest::{Inventory, ManifestError};
 use crate::output::Output;
 
@@ -58,8 +67,54 @@ pub fn execute(
     inventory: &Inventory,
     stderr: &mut dyn Write,
 ) -> Result<CommandResult, CommandError> {
-    let _ = (global, stderr);
     match command {
-        Command::Report => report::run(inventory).map(CommandResult::success),
+        Command::Config {
+            action: ConfigAction::Check { strict },
+        } => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            config_check::run(&config, *strict)
+        }
+        Command::Concurrency => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            concurrency::run(config.config()?, inventory).map(CommandResult::success)
+        }
+        Command::Affinity(args) => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            let direction = if args.restore {
+                affinity::Direction::Restore
+            } else {
+                affinity::Direction::Backup
+            };
+            affinity::run(
+                config.config()?,
+                inventory,
+                &args.pvc,
+                direction,
+                args.node_os,
+            )
+            .map(CommandResult::success)
+        }
+        Command::Schedule(args) => {
+            let options = Options {
+                hard_pod_affinity_weight: args.hard_pod_affinity_weight,
+                ignore_preferred_terms_of_existing_pods: args
+                    .ignore_preferred_terms_of_existing_pods,
+                score_all_nodes: args.score_all_nodes,
+                ..Options::default()
+            };
+            match &args.pod {
+                Some(pod) => schedule::run_one(inventory, pod, &options),
+                None => schedule::run_all(inventory, &options),
+            }
+            .map(CommandResult::success)
+        }
+        Command::Diagnose(args) => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            diagnose::run(config.config()?, inventory, &args.pod).map(CommandResult::success)
+        }
+        Command::Report => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            report::run(&config, inventory).map(CommandResult::success)
+        }
     }
 }
