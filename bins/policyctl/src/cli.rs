@@ -136,7 +136,7 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_POD")]
     pub pod: Option<ObjectRef>,
     /// Place every unbound pod, in order of creation time, then name.
-    #[arg(long)]
+    #[arg(long, env = "POLICYCTL_ALL")]
     pub all: bool,
     /// Score every node, not only the feasible ones.
     #[arg(long, env = "POLICYCTL_SCORE_ALL_NODES")]

@@ -18,7 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{NodeAgentConfig, NodeOs, PodFragment, diagnose as diagnose_fragment};
-use anti_affinity_placement::scheduler::{ClusterState, Options, diagnose as diagnose_scheduling};
+use anti_affinity_placement::scheduler::{
+    ClusterState, Options, Plugin, diagnose as diagnose_scheduling,
+};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use serde_json::json;
 
@@ -80,8 +82,13 @@ pub fn diagnose(
             .and_then(|d| d.nodes.iter().find(|v| v.node == node.name))
             .map(|verdict| verdict.problems.iter().map(ToString::to_string).collect())
             .unwrap_or_default();
+        // For a data-mover pod, node affinity and nodeSelector are explained
+        // above, requirement by requirement; add kube-scheduler's verdict only
+        // for what that diagnosis does not cover (pod (anti-)affinity,
+        // topology spread).
         if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, &options)
             && !verdict.fits
+            && !(data_mover.is_some() && verdict.plugin == Some(Plugin::NodeAffinity))
         {
             problems.push(verdict.explanation);
         }
