@@ -1,0 +1,193 @@
+//! Command-line shape (a stable interface, issue 6): global input and output
+//! options plus one subcommand per policy.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Every placement and admission policy, offline, over `kubectl get -o yaml`
+/// output.
+#[derive(Debug, Parser)]
+#[command(name = "policyctl", version, about, long_about = None)]
+pub struct Cli {
+    /// Input and output options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to compute.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Manifest file to read (YAML with one or many documents, JSON, or a
+    /// `kind: List`); `-` reads standard input. Repeatable. Without any, the
+    /// example cluster bundled in the binary is used.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        global = true,
+        env = "POLICYCTL_FILENAME",
+        value_delimiter = ',',
+        value_name = "FILE"
+    )]
+    pub filenames: Vec<String>,
+
+    /// Output format.
+    #[arg(
+        short = 'o',
+        long = "output",
+        global = true,
+        env = "POLICYCTL_OUTPUT",
+        value_enum,
+        default_value_t = OutputFormat::Table
+    )]
+    pub output: OutputFormat,
+
+    /// Node-agent configuration: a ConfigMap manifest, or a file holding just
+    /// the configuration JSON. Takes precedence over `--config-map`.
+    #[arg(long, global = true, env = "POLICYCTL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Name of the node-agent ConfigMap among the input objects.
+    #[arg(
+        long = "config-map",
+        global = true,
+        env = "POLICYCTL_CONFIG_MAP",
+        default_value = "node-agent-config",
+        value_name = "NAME"
+    )]
+    pub config_map: String,
+}
+
+/// Output formats of `-o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Tables for people (may evolve between releases).
+    Table,
+    /// JSON (a stable interface).
+    Json,
+    /// The same document as JSON, written as YAML.
+    Yaml,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Node-agent configuration commands.
+    Config {
+        /// What to do with the configuration.
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Data-path concurrency of every Node (`loadConcurrency`).
+    Concurrency,
+    /// Scheduling fragment of the data-mover pod that would serve a PVC.
+    Affinity(AffinityArgs),
+    /// kube-scheduler's verdict for a pod, or placement of every unbound pod.
+    Schedule(ScheduleArgs),
+    /// Why a Pending pod (a data-mover pod especially) does not schedule.
+    Diagnose(DiagnoseArgs),
+    /// The whole picture in tables: everything the other commands compute.
+    Report,
+}
+
+/// `config` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Normalised configuration and findings; exits 1 where Velero's
+    /// node-agent would refuse to start.
+    Check {
+        /// Also exit 1 on warnings.
+        #[arg(long, env = "POLICYCTL_STRICT")]
+        strict: bool,
+    },
+}
+
+/// Options of `affinity`.
+#[derive(Debug, Args)]
+pub struct AffinityArgs {
+    /// The PVC: the source PVC of a backup, or the target PVC of a restore.
+    #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_PVC")]
+    pub pvc: ObjectRef,
+    /// Compute the restore (DataDownload) pod instead of the backup pod.
+    #[arg(long, env = "POLICYCTL_RESTORE")]
+    pub restore: bool,
+    /// OS of the nodes the data mover runs on.
+    #[arg(long, value_enum, default_value_t = NodeOsArg::Linux, env = "POLICYCTL_NODE_OS")]
+    pub node_os: NodeOsArg,
+}
+
+/// Node OS of `--node-os`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NodeOsArg {
+    /// Linux nodes.
+    Linux,
+    /// Windows nodes.
+    Windows,
+}
+
+/// Options of `schedule`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pod", "all"])))]
+pub struct ScheduleArgs {
+    /// The incoming pod (its `nodeName` is ignored).
+    #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_POD")]
+    pub pod: Option<ObjectRef>,
+    /// Place every unbound pod, in order of creation time, then name.
+    #[arg(long, env = "POLICYCTL_ALL")]
+    pub all: bool,
+    /// Score every node, not only the feasible ones.
+    #[arg(long, env = "POLICYCTL_SCORE_ALL_NODES")]
+    pub score_all_nodes: bool,
+    /// kube-scheduler's `hardPodAffinityWeight` (0–100).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(0..=100), env = "POLICYCTL_HARD_POD_AFFINITY_WEIGHT")]
+    pub hard_pod_affinity_weight: i64,
+    /// kube-scheduler's `ignorePreferredTermsOfExistingPods`.
+    #[arg(long, env = "POLICYCTL_IGNORE_PREFERRED_TERMS_OF_EXISTING_PODS")]
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+/// Options of `diagnose`.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// The Pending pod.
+    #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_POD")]
+    pub pod: ObjectRef,
+}
+
+/// `NAMESPACE/NAME` of a namespaced object given on the command line.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectRef {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl std::str::FromStr for ObjectRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.split_once('/') {
+            Some((namespace, name))
+                if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok(Self {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                })
+            }
+            _ => Err(format!(
+                "expected NAMESPACE/NAME (for example shop/web-0), got {text:?}"
+            )),
+        }
+    }
+}

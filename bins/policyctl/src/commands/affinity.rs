@@ -1,0 +1,175 @@
+//! `affinity --pvc NAMESPACE/NAME [--restore] [--node-os linux|windows]`:
+//! the scheduling fragment of the data-mover pod that would serve a PVC.
+
+use affinity_translate::{
+    FragmentError, NodeAgentConfig, NodeOs, PodFragment, backup_fragment_for, restore_fragment_for,
+};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use serde_json::{Value, json};
+
+use crate::cli::{NodeOsArg, ObjectRef};
+use crate::commands::{CommandError, render};
+use crate::manifest::{Inventory, ObjectKey};
+use crate::output::{Output, or_dash, table};
+
+/// Which data-mover pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// A DataUpload's backup pod: source PVC, its class, PV and attachments.
+    Backup,
+    /// A DataDownload's restore pod: target PVC and its class.
+    Restore,
+}
+
+/// Computes the fragment for one PVC.
+pub fn fragment(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    pvc_ref: &ObjectRef,
+    direction: Direction,
+    os: NodeOs,
+) -> Result<PodFragment, CommandError> {
+    let key = ObjectKey::namespaced(&pvc_ref.namespace, &pvc_ref.name);
+    let pvc = &inventory
+        .persistent_volume_claims
+        .get(&key)
+        .ok_or_else(|| {
+            CommandError::Input(format!(
+                "PersistentVolumeClaim {pvc_ref} is not in the input ({} PersistentVolumeClaims read)",
+                inventory.persistent_volume_claims.len()
+            ))
+        })?
+        .object;
+    fragment_for_pvc(config, inventory, pvc, direction, os).map_err(|error| {
+        CommandError::Input(format!(
+            "cannot compute the data-mover pod for PersistentVolumeClaim {pvc_ref}: {error}"
+        ))
+    })
+}
+
+/// Computes the fragment for a PVC object.
+pub fn fragment_for_pvc(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    pvc: &PersistentVolumeClaim,
+    direction: Direction,
+    os: NodeOs,
+) -> Result<PodFragment, FragmentError> {
+    let spec = pvc.spec.as_ref();
+    let storage_class = spec
+        .and_then(|s| s.storage_class_name.as_deref())
+        .and_then(|name| inventory.storage_classes.get(&ObjectKey::cluster(name)))
+        .map(|located| &located.object);
+    match direction {
+        Direction::Backup => {
+            let pv = spec
+                .and_then(|s| s.volume_name.as_deref())
+                .and_then(|name| inventory.persistent_volumes.get(&ObjectKey::cluster(name)))
+                .map(|located| &located.object);
+            let attachments: Vec<VolumeAttachment> = inventory
+                .volume_attachments
+                .values()
+                .map(|located| located.object.clone())
+                .collect();
+            backup_fragment_for(config, pvc, storage_class, pv, &attachments, os)
+        }
+        Direction::Restore => restore_fragment_for(config, pvc, storage_class, os),
+    }
+}
+
+/// The contract's JSON for a fragment.
+pub fn fragment_json(fragment: &PodFragment) -> Value {
+    json!({
+        "storageClass": fragment.storage_class,
+        "selectedLoadAffinity": fragment.load_affinity_index,
+        "affinity": fragment.affinity,
+        "nodeSelector": fragment.node_selector,
+        "tolerations": fragment.tolerations,
+        "waitingForFirstConsumer": fragment.waiting_for_first_consumer,
+    })
+}
+
+/// Maps the command-line OS.
+pub fn node_os(arg: NodeOsArg) -> NodeOs {
+    match arg {
+        NodeOsArg::Linux => NodeOs::Linux,
+        NodeOsArg::Windows => NodeOs::Windows,
+    }
+}
+
+/// Runs the command.
+pub fn run(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    pvc_ref: &ObjectRef,
+    direction: Direction,
+    os: NodeOsArg,
+) -> Result<Output, CommandError> {
+    let fragment = fragment(config, inventory, pvc_ref, direction, node_os(os))?;
+    let pod = match direction {
+        Direction::Backup => "backup (DataUpload)",
+        Direction::Restore => "restore (DataDownload)",
+    };
+    let mut rows = vec![
+        ["data-mover pod".to_owned(), format!("{pod} for {pvc_ref}")],
+        [
+            "storage class for the loadAffinity lookup".to_owned(),
+            fragment.storage_class.clone(),
+        ],
+        [
+            "selected loadAffinity entry".to_owned(),
+            fragment
+                .load_affinity_index
+                .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
+        ],
+        [
+            "waiting for first consumer".to_owned(),
+            if fragment.waiting_for_first_consumer {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_owned(),
+        ],
+        [
+            "node selector".to_owned(),
+            or_dash(fragment.node_selector.as_ref().map(|selector| {
+                selector
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })),
+        ],
+        [
+            "tolerations".to_owned(),
+            if fragment.tolerations.is_empty() {
+                "-".to_owned()
+            } else {
+                fragment
+                    .tolerations
+                    .iter()
+                    .map(render::toleration)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ],
+    ];
+    let terms = render::required_terms(fragment.affinity.as_ref());
+    if terms.is_empty() {
+        rows.push(["required node affinity".to_owned(), "none".to_owned()]);
+    }
+    for (index, term) in terms.iter().enumerate() {
+        let label = if index == 0 {
+            "required node affinity (terms OR-ed)".to_owned()
+        } else {
+            String::new()
+        };
+        rows.push([label, format!("term {}: {term}", index + 1)]);
+    }
+    Ok(Output {
+        document: fragment_json(&fragment),
+        table: table(&["field", "value"], rows),
+    })
+}

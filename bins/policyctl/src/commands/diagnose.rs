@@ -1,0 +1,284 @@
+//! `diagnose --pod NAMESPACE/NAME`: for a Pending pod, per node, the first
+//! requirement that keeps it off that node, in plain words.
+//!
+//! Two sources are combined:
+//! - for a Velero data-mover pod (label `velero.io/exposer-pod-group` or an
+//!   owning DataUpload/DataDownload), `affinity-translate`'s diagnosis: node
+//!   affinity term by term (load affinity, OS, volume topology), the restore
+//!   pin, taints, cordons, and whether a node-agent runs on the node. The
+//!   fragment is recomputed from the owning DataUpload or DataDownload when
+//!   its volume is in the input (so requirements are attributed to their
+//!   origin), else read from the pod's own spec;
+//! - for every pod, kube-scheduler's filters (`anti-affinity-placement`):
+//!   node affinity, pod (anti-)affinity, topology spread.
+//!
+//! The first problem of the data-mover diagnosis comes first; kube-scheduler's
+//! explanation is used when that diagnosis finds nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use affinity_translate::{NodeAgentConfig, NodeOs, PodFragment, diagnose as diagnose_fragment};
+use anti_affinity_placement::scheduler::{
+    ClusterState, Options, Plugin, diagnose as diagnose_scheduling,
+};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use serde_json::json;
+
+use crate::cli::ObjectRef;
+use crate::commands::CommandError;
+use crate::commands::affinity::{Direction, fragment_for_pvc};
+use crate::commands::schedule::{Cluster, require_pod};
+use crate::manifest::{Inventory, ObjectKey};
+use crate::output::{Output, table};
+
+/// Label Velero puts on data-mover pods (spec A2.17b).
+const EXPOSER_POD_GROUP: &str = velero_api::labels::EXPOSER_POD_GROUP;
+
+/// The verdict for one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFinding {
+    /// Whether the pod can run on the node as far as these checks go.
+    pub fits: bool,
+    /// Every reason it cannot, data-mover reasons first.
+    pub problems: Vec<String>,
+}
+
+/// Diagnoses one pod on every node.
+pub fn diagnose(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    pod_ref: &ObjectRef,
+) -> Result<BTreeMap<String, NodeFinding>, CommandError> {
+    let pod = require_pod(inventory, pod_ref)?;
+    let cluster = Cluster::from_inventory(inventory);
+    let others: Vec<Pod> = cluster
+        .pods
+        .iter()
+        .filter(|p| {
+            !(p.metadata.namespace.as_deref() == Some(pod_ref.namespace.as_str())
+                && p.metadata.name.as_deref() == Some(pod_ref.name.as_str()))
+        })
+        .cloned()
+        .collect();
+    let options = Options::default();
+    let state = ClusterState::new(
+        &cluster.nodes,
+        &cluster.namespaces,
+        &others,
+        options.merge_match_label_keys,
+    );
+    let mut incoming = pod.clone();
+    if let Some(spec) = incoming.spec.as_mut() {
+        spec.node_name = None;
+    }
+    let data_mover = data_mover_fragment(config, inventory, pod)?.map(|fragment| {
+        let running = running_node_agents(inventory, Some(&pod_ref.namespace));
+        diagnose_fragment(&fragment, &cluster.nodes, &running)
+    });
+    let mut result = BTreeMap::new();
+    for node in inventory.nodes.keys() {
+        let mut problems: Vec<String> = data_mover
+            .as_ref()
+            .and_then(|d| d.nodes.iter().find(|v| v.node == node.name))
+            .map(|verdict| verdict.problems.iter().map(ToString::to_string).collect())
+            .unwrap_or_default();
+        // For a data-mover pod, node affinity and nodeSelector are explained
+        // above, requirement by requirement; add kube-scheduler's verdict only
+        // for what that diagnosis does not cover (pod (anti-)affinity,
+        // topology spread).
+        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, &options)
+            && !verdict.fits
+            && !(data_mover.is_some() && verdict.plugin == Some(Plugin::NodeAffinity))
+        {
+            problems.push(verdict.explanation);
+        }
+        result.insert(
+            node.name.clone(),
+            NodeFinding {
+                fits: problems.is_empty(),
+                problems,
+            },
+        );
+    }
+    Ok(result)
+}
+
+/// The data-mover fragment of a data-mover pod, `None` for other pods.
+fn data_mover_fragment(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    pod: &Pod,
+) -> Result<Option<PodFragment>, CommandError> {
+    let owner = pod.metadata.owner_references.iter().flatten().find(|o| {
+        o.api_version.starts_with("velero.io/")
+            && matches!(o.kind.as_str(), "DataUpload" | "DataDownload")
+    });
+    let labelled = pod
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|labels| labels.contains_key(EXPOSER_POD_GROUP));
+    if owner.is_none() && !labelled {
+        return Ok(None);
+    }
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let os = match pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.os.as_ref())
+        .map(|os| os.name.as_str())
+    {
+        Some("windows") => NodeOs::Windows,
+        _ => NodeOs::Linux,
+    };
+    if let Some(owner) = owner {
+        let key = ObjectKey::namespaced(&namespace, &owner.name);
+        let pvc_key = if owner.kind == "DataUpload" {
+            inventory.data_uploads.get(&key).and_then(|du| {
+                let spec = &du.object.spec;
+                Some((
+                    ObjectKey::namespaced(spec.source_namespace.clone()?, spec.source_pvc.clone()?),
+                    Direction::Backup,
+                ))
+            })
+        } else {
+            inventory.data_downloads.get(&key).and_then(|dd| {
+                let target = dd.object.spec.target_volume.as_ref()?;
+                Some((
+                    ObjectKey::namespaced(target.namespace.clone()?, target.pvc.clone()?),
+                    Direction::Restore,
+                ))
+            })
+        };
+        if let Some((pvc_key, direction)) = pvc_key
+            && let Some(pvc) = inventory.persistent_volume_claims.get(&pvc_key)
+            && let Ok(fragment) = fragment_for_pvc(config, inventory, &pvc.object, direction, os)
+            && fragment.affinity == pod.spec.as_ref().and_then(|s| s.affinity.clone())
+        {
+            return Ok(Some(fragment));
+        }
+    }
+    fragment_from_spec(
+        pod.spec.as_ref(),
+        os,
+        owner.is_some_and(|o| o.kind == "DataDownload"),
+    )
+    .map(Some)
+}
+
+/// A fragment read back from a pod spec (requirement origins unknown).
+fn fragment_from_spec(
+    spec: Option<&PodSpec>,
+    os: NodeOs,
+    restore: bool,
+) -> Result<PodFragment, CommandError> {
+    let node_selector = spec
+        .and_then(|s| s.node_selector.clone())
+        .filter(|selector| !selector.is_empty());
+    let value = json!({
+        "kind": if restore { "restore" } else { "backup" },
+        "nodeOs": os,
+        "storageClass": "",
+        "loadAffinityIndex": null,
+        "affinity": spec.and_then(|s| s.affinity.clone()),
+        "nodeSelector": node_selector,
+        "tolerations": spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
+        "waitingForFirstConsumer": false,
+    });
+    serde_json::from_value(value).map_err(|error| {
+        CommandError::Input(format!(
+            "cannot read the data-mover pod's scheduling fields: {error}"
+        ))
+    })
+}
+
+/// Nodes where a Running and ready node-agent pod (label `name=node-agent`
+/// or `name=node-agent-windows`) is, optionally only in one namespace.
+pub fn running_node_agents(inventory: &Inventory, namespace: Option<&str>) -> BTreeSet<String> {
+    inventory
+        .pods
+        .iter()
+        .filter(|(key, _)| namespace.is_none_or(|ns| key.namespace == ns))
+        .map(|(_, located)| &located.object)
+        .filter(|p| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get("name"))
+                .is_some_and(|name| name == "node-agent" || name == "node-agent-windows")
+        })
+        .filter(|p| is_running_and_ready(p))
+        .filter_map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()))
+        .collect()
+}
+
+fn is_running_and_ready(pod: &Pod) -> bool {
+    let Some(status) = pod.status.as_ref() else {
+        return false;
+    };
+    status.phase.as_deref() == Some("Running")
+        && status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// Runs the command.
+pub fn run(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    pod_ref: &ObjectRef,
+) -> Result<Output, CommandError> {
+    let findings = diagnose(config, inventory, pod_ref)?;
+    let pod = require_pod(inventory, pod_ref)?;
+    let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let schedulable: Vec<&String> = findings
+        .iter()
+        .filter(|(_, f)| f.fits)
+        .map(|(n, _)| n)
+        .collect();
+    let document = json!({
+        "pod": pod_ref.to_string(),
+        "phase": phase,
+        "nodeName": node,
+        "schedulable": schedulable,
+        "nodes": findings.iter().map(|(name, f)| (name.clone(), json!({
+            "fits": f.fits,
+            "reason": f.problems.first(),
+            "problems": f.problems,
+        }))).collect::<serde_json::Map<_, _>>(),
+    });
+    let mut text = format!(
+        "Pod {pod_ref} (phase {}): {} node(s) can run it{}\n\n",
+        phase.as_deref().unwrap_or("unknown"),
+        schedulable.len(),
+        if schedulable.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {}",
+                schedulable
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    text.push_str(&table(
+        &["node", "fits", "first failing requirement"],
+        findings.iter().map(|(name, f)| {
+            [
+                name.clone(),
+                if f.fits { "yes" } else { "no" }.to_owned(),
+                f.problems.first().cloned().unwrap_or_default(),
+            ]
+        }),
+    ));
+    Ok(Output {
+        document,
+        table: text,
+    })
+}

@@ -1,0 +1,120 @@
+//! One module per command. Each maps the inventory to its policy crate's
+//! input, calls the crate, and builds the [`Output`]: the JSON document of
+//! the issue-6 contract and a table.
+
+mod affinity;
+mod concurrency;
+mod config_check;
+mod config_source;
+mod diagnose;
+mod render;
+mod report;
+mod schedule;
+
+use std::io::Write;
+
+use crate::Exit;
+use anti_affinity_placement::scheduler::Options;
+
+use crate::cli::{Command, ConfigAction, GlobalArgs};
+use crate::manifest::{Inventory, ManifestError};
+use crate::output::Output;
+
+/// What a command produced and how the process should exit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandResult {
+    /// The rendered result.
+    pub output: Output,
+    /// Exit status (e.g. `config check` exits 1 on errors but still prints).
+    pub exit: Exit,
+}
+
+impl CommandResult {
+    /// A successful result.
+    pub fn success(output: Output) -> Self {
+        Self {
+            output,
+            exit: Exit::Success,
+        }
+    }
+}
+
+/// A command that cannot produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommandError {
+    /// The input manifests are invalid.
+    #[error(transparent)]
+    Manifest(Box<ManifestError>),
+    /// Another problem with the input, described for the user.
+    #[error("{0}")]
+    Input(String),
+    /// Writing the output failed.
+    #[error("cannot write the output: {0}")]
+    Output(std::io::Error),
+}
+
+impl From<ManifestError> for CommandError {
+    fn from(error: ManifestError) -> Self {
+        Self::Manifest(Box::new(error))
+    }
+}
+
+/// Runs a command over the inventory.
+pub fn execute(
+    command: &Command,
+    global: &GlobalArgs,
+    inventory: &Inventory,
+    stderr: &mut dyn Write,
+) -> Result<CommandResult, CommandError> {
+    match command {
+        Command::Config {
+            action: ConfigAction::Check { strict },
+        } => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            config_check::run(&config, *strict)
+        }
+        Command::Concurrency => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            concurrency::run(config.config()?, inventory).map(CommandResult::success)
+        }
+        Command::Affinity(args) => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            let direction = if args.restore {
+                affinity::Direction::Restore
+            } else {
+                affinity::Direction::Backup
+            };
+            affinity::run(
+                config.config()?,
+                inventory,
+                &args.pvc,
+                direction,
+                args.node_os,
+            )
+            .map(CommandResult::success)
+        }
+        Command::Schedule(args) => {
+            let options = Options {
+                hard_pod_affinity_weight: args.hard_pod_affinity_weight,
+                ignore_preferred_terms_of_existing_pods: args
+                    .ignore_preferred_terms_of_existing_pods,
+                score_all_nodes: args.score_all_nodes,
+                ..Options::default()
+            };
+            match &args.pod {
+                Some(pod) => schedule::run_one(inventory, pod, &options),
+                None => schedule::run_all(inventory, &options),
+            }
+            .map(CommandResult::success)
+        }
+        Command::Diagnose(args) => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            diagnose::run(config.config()?, inventory, &args.pod).map(CommandResult::success)
+        }
+        Command::Report => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            report::run(&config, inventory).map(CommandResult::success)
+        }
+    }
+}

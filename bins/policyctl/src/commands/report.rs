@@ -1,0 +1,214 @@
+//! `report`: the whole picture in tables — configuration findings,
+//! per-node concurrency, data-mover pod placement for pending loads — after a summary of the input.
+
+use std::collections::BTreeSet;
+
+use affinity_translate::{NodeAgentConfig, NodeOs, diagnose};
+use k8s_openapi::api::core::v1::Node;
+use serde_json::{Map, Value, json};
+
+use crate::commands::affinity::{Direction, fragment_for_pvc};
+use crate::commands::config_source::ConfigInput;
+use crate::commands::{CommandError, concurrency, config_check};
+use crate::manifest::{Inventory, ObjectKey};
+use crate::output::{Output, section, table};
+
+/// Builds the report.
+pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, CommandError> {
+    let mut text = String::new();
+    let mut document = Map::new();
+
+    let counts = inventory.counts();
+    text.push_str(&section(
+        "Input objects",
+        &table(
+            &["kind", "count"],
+            counts
+                .iter()
+                .map(|(kind, count)| [(*kind).to_owned(), count.to_string()]),
+        ),
+    ));
+    document.insert(
+        "objects".to_owned(),
+        counts
+            .iter()
+            .map(|(kind, count)| ((*kind).to_owned(), json!(count)))
+            .collect::<Map<_, _>>()
+            .into(),
+    );
+
+    let checked = config_check::run(config, false)?;
+    text.push_str(&section("Node-agent configuration", &checked.output.table));
+    document.insert("config".to_owned(), checked.output.document);
+
+    match &config.loaded {
+        Ok(loaded) => {
+            let numbers = concurrency::run(&loaded.config, inventory)?;
+            text.push_str(&section("Data-path concurrency per node", &numbers.table));
+            document.insert("concurrency".to_owned(), numbers.document);
+
+            let (movers_table, movers) = data_movers(&loaded.config, inventory);
+            text.push_str(&section(
+                "Data-mover pods of pending loads (DataUpload, DataDownload)",
+                &movers_table,
+            ));
+            document.insert("dataMovers".to_owned(), movers);
+        }
+        Err(_) => {
+            text.push_str(&section(
+                "Data-path concurrency and data-mover pods",
+                "skipped: the node-agent configuration does not load (see above)\n",
+            ));
+        }
+    }
+
+    text.truncate(text.trim_end().len());
+    text.push('\n');
+    Ok(Output {
+        document: Value::Object(document),
+        table: text,
+    })
+}
+
+/// For every DataUpload and DataDownload that has no running data mover yet
+/// (phase New or Accepted), the data-mover pod's placement: the storage
+/// class and load-affinity entry used, and the nodes that could run it.
+fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Value) {
+    let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
+    let running = node_agent_nodes(inventory);
+    let mut rows = Vec::new();
+    let mut document = Map::new();
+    let mut add =
+        |kind: &str, key: &ObjectKey, phase: String, pvc: Option<ObjectKey>, direction| {
+            let name = format!("{kind}/{key}");
+            let outcome = pvc
+                .as_ref()
+                .ok_or_else(|| "the load names no PVC".to_owned())
+                .and_then(|pvc_key| {
+                    inventory
+                        .persistent_volume_claims
+                        .get(pvc_key)
+                        .ok_or_else(|| {
+                            format!("PersistentVolumeClaim {pvc_key} is not in the input")
+                        })
+                })
+                .and_then(|pvc| {
+                    fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
+                        .map_err(|e| e.to_string())
+                });
+            let pvc_text = pvc
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string);
+            match outcome {
+                Ok(fragment) => {
+                    let diagnosis = diagnose(&fragment, &nodes, &running);
+                    let schedulable: Vec<String> = diagnosis
+                        .schedulable()
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect();
+                    rows.push([
+                        name.clone(),
+                        phase.clone(),
+                        pvc_text.clone(),
+                        fragment.storage_class.clone(),
+                        fragment
+                            .load_affinity_index
+                            .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
+                        if schedulable.is_empty() {
+                            "NONE: the pod can never schedule".to_owned()
+                        } else {
+                            schedulable.join(", ")
+                        },
+                    ]);
+                    document.insert(
+                        name,
+                        json!({
+                            "phase": phase,
+                            "pvc": pvc_text,
+                            "storageClass": fragment.storage_class,
+                            "selectedLoadAffinity": fragment.load_affinity_index,
+                            "schedulableNodes": schedulable,
+                            "error": null,
+                        }),
+                    );
+                }
+                Err(error) => {
+                    rows.push([
+                        name.clone(),
+                        phase.clone(),
+                        pvc_text.clone(),
+                        "-".to_owned(),
+                        "-".to_owned(),
+                        format!("error: {error}"),
+                    ]);
+                    document.insert(
+                        name,
+                        json!({
+                            "phase": phase,
+                            "pvc": pvc_text,
+                            "storageClass": null,
+                            "selectedLoadAffinity": null,
+                            "schedulableNodes": [],
+                            "error": error,
+                        }),
+                    );
+                }
+            }
+        };
+    for (key, located) in &inventory.data_uploads {
+        let phase = located.object.phase();
+        if !(phase.is_new() || phase == velero_api::LoadPhase::Accepted) {
+            continue;
+        }
+        let spec = &located.object.spec;
+        let pvc = spec
+            .source_namespace
+            .clone()
+            .zip(spec.source_pvc.clone())
+            .map(|(namespace, name)| ObjectKey::namespaced(namespace, name));
+        add("DataUpload", key, phase.to_string(), pvc, Direction::Backup);
+    }
+    for (key, located) in &inventory.data_downloads {
+        let phase = located.object.phase();
+        if !(phase.is_new() || phase == velero_api::LoadPhase::Accepted) {
+            continue;
+        }
+        let pvc = located
+            .object
+            .spec
+            .target_volume
+            .as_ref()
+            .and_then(|t| t.namespace.clone().zip(t.pvc.clone()))
+            .map(|(namespace, name)| ObjectKey::namespaced(namespace, name));
+        add(
+            "DataDownload",
+            key,
+            phase.to_string(),
+            pvc,
+            Direction::Restore,
+        );
+    }
+    let text = if rows.is_empty() {
+        "No DataUpload or DataDownload is waiting for a data-mover pod.\n".to_owned()
+    } else {
+        table(
+            &[
+                "load",
+                "phase",
+                "pvc",
+                "storage class",
+                "entry",
+                "nodes that can run it",
+            ],
+            rows,
+        )
+    };
+    (text, Value::Object(document))
+}
+
+/// Nodes with a running, ready node-agent pod (label `name=node-agent` or
+/// `name=node-agent-windows`).
+pub fn node_agent_nodes(inventory: &Inventory) -> BTreeSet<String> {
+    crate::commands::diagnose::running_node_agents(inventory, None)
+}

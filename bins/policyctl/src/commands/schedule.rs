@@ -1,0 +1,211 @@
+//! `schedule --pod NAMESPACE/NAME [...]` and `schedule --all`: kube-scheduler's
+//! filters and scores over the Nodes, Namespaces and Pods of the input.
+//!
+//! Pods in phase `Succeeded` or `Failed` are left out: kube-scheduler's cache
+//! does not count terminated pods.
+
+use std::collections::BTreeMap;
+
+use anti_affinity_placement::scheduler::{ClusterState, Options, ScheduleResult, schedule};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use serde_json::{Value, json};
+
+use crate::cli::ObjectRef;
+use crate::commands::CommandError;
+use crate::manifest::{Inventory, ObjectKey};
+use crate::output::{Output, or_dash, table};
+
+/// The cluster as the scheduler sees it.
+pub struct Cluster {
+    /// Nodes, by name.
+    pub nodes: Vec<Node>,
+    /// Namespaces, by name.
+    pub namespaces: Vec<Namespace>,
+    /// Pods that are not terminated, by `namespace/name`.
+    pub pods: Vec<Pod>,
+}
+
+impl Cluster {
+    /// Collects the objects from the input.
+    pub fn from_inventory(inventory: &Inventory) -> Self {
+        Self {
+            nodes: inventory.nodes.values().map(|l| l.object.clone()).collect(),
+            namespaces: inventory
+                .namespaces
+                .values()
+                .map(|l| l.object.clone())
+                .collect(),
+            pods: inventory
+                .pods
+                .values()
+                .map(|l| &l.object)
+                .filter(|pod| !is_terminated(pod))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+fn is_terminated(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Checks that the pod is in the input.
+pub fn require_pod<'a>(inventory: &'a Inventory, pod: &ObjectRef) -> Result<&'a Pod, CommandError> {
+    inventory
+        .pods
+        .get(&ObjectKey::namespaced(&pod.namespace, &pod.name))
+        .map(|located| &located.object)
+        .ok_or_else(|| {
+            CommandError::Input(format!(
+                "pod {pod} is not in the input ({} pods read); give the file that holds it with -f",
+                inventory.pods.len()
+            ))
+        })
+}
+
+/// Evaluates one pod.
+pub fn evaluate(
+    inventory: &Inventory,
+    pod: &ObjectRef,
+    options: &Options,
+) -> Result<ScheduleResult, CommandError> {
+    require_pod(inventory, pod)?;
+    let cluster = Cluster::from_inventory(inventory);
+    let result = schedule(
+        &cluster.nodes,
+        &cluster.namespaces,
+        &cluster.pods,
+        &pod.namespace,
+        &pod.name,
+        options,
+    )
+    .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
+    if let Some(error) = &result.error {
+        return Err(CommandError::Input(format!(
+            "pod {pod} cannot be scheduled at all: {error}"
+        )));
+    }
+    Ok(result)
+}
+
+/// `schedule --pod`.
+pub fn run_one(
+    inventory: &Inventory,
+    pod: &ObjectRef,
+    options: &Options,
+) -> Result<Output, CommandError> {
+    let result = evaluate(inventory, pod, options)?;
+    let scores = &result.scores;
+    let document = json!({
+        "feasible": result.feasible,
+        "unschedulable": result.unschedulable.iter().map(|(node, failure)| (node.clone(), Value::String(failure.message.clone()))).collect::<serde_json::Map<_, _>>(),
+        "scores": {
+            "nodeAffinity": {
+                "raw": scores.node_affinity.raw,
+                "normalized": scores.node_affinity.normalized,
+            },
+            "interPodAffinity": {
+                "raw": scores.inter_pod_affinity.raw,
+                "normalized": scores.inter_pod_affinity.normalized,
+                "skipped": scores.inter_pod_affinity.skipped,
+            },
+        },
+        "selected": result.selected,
+    });
+    let mut text = format!(
+        "Pod {pod}: {} feasible node(s), selected: {}\n\n",
+        result.feasible.len(),
+        or_dash(result.selected.as_ref())
+    );
+    let node_names: Vec<String> = inventory.nodes.keys().map(|key| key.name.clone()).collect();
+    let score = |map: &BTreeMap<String, i64>, node: &str| or_dash(map.get(node));
+    text.push_str(&table(
+        &[
+            "node",
+            "feasible",
+            "node affinity",
+            "inter-pod affinity",
+            "total",
+            "reason",
+        ],
+        node_names.iter().map(|node| {
+            let failure = result.unschedulable.get(node);
+            [
+                node.clone(),
+                if failure.is_none() { "yes" } else { "no" }.to_owned(),
+                score(&scores.node_affinity.normalized, node),
+                score(&scores.inter_pod_affinity.normalized, node),
+                score(&scores.total, node),
+                failure.map(|f| f.message.clone()).unwrap_or_default(),
+            ]
+        }),
+    ));
+    Ok(Output {
+        document,
+        table: text,
+    })
+}
+
+/// `schedule --all`: every unbound pod placed in order of creation time,
+/// then `namespace/name`, each placement updating the cluster.
+pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
+    let cluster = Cluster::from_inventory(inventory);
+    let (bound, mut pending): (Vec<Pod>, Vec<Pod>) = cluster.pods.into_iter().partition(|pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|node| !node.is_empty())
+    });
+    pending.sort_by_key(|pod| {
+        (
+            pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            pod.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
+            pod.metadata.name.clone(),
+        )
+    });
+    let mut state = ClusterState::new(
+        &cluster.nodes,
+        &cluster.namespaces,
+        &bound,
+        options.merge_match_label_keys,
+    );
+    let batch = state
+        .place_batch(&pending, options)
+        .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
+    let assignments: serde_json::Map<String, Value> = batch
+        .placements
+        .iter()
+        .map(|p| (p.pod.clone(), json!(p.node)))
+        .collect();
+    let unschedulable: serde_json::Map<String, Value> = batch
+        .placements
+        .iter()
+        .filter_map(|p| p.reason.as_ref().map(|r| (p.pod.clone(), json!(r))))
+        .collect();
+    let text = format!(
+        "{} pending pod(s) placed in order of creation time:\n\n{}",
+        batch.placements.len(),
+        table(
+            &["order", "pod", "node", "reason"],
+            batch.placements.iter().enumerate().map(|(i, p)| {
+                [
+                    (i + 1).to_string(),
+                    p.pod.clone(),
+                    or_dash(p.node.as_ref()),
+                    p.reason.clone().unwrap_or_default(),
+                ]
+            }),
+        )
+    );
+    Ok(Output {
+        document: json!({"assignments": assignments, "unschedulable": unschedulable}),
+        table: text,
+    })
+}

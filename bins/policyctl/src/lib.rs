@@ -1,0 +1,138 @@
+//! `policyctl`: every placement and admission policy of this workspace,
+//! offline, over the objects users already have (`kubectl get -o yaml`).
+//!
+//! The binary's `main` parses the command line into a [`Cli`] and calls
+//! [`run`], which reads the manifests, maps the objects to the policy crates'
+//! inputs and renders their decisions. policyctl implements no policy itself.
+//!
+//! Exit codes: 0 success; 1 invalid input or a policy error; 2 usage error
+//! (clap reports those before [`run`] is called).
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod bundled;
+mod cli;
+pub mod commands;
+pub mod manifest;
+pub mod output;
+
+use std::io::{Read, Write};
+
+pub use cli::{
+    AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, NodeOsArg, ObjectRef,
+    OutputFormat, ScheduleArgs,
+};
+pub use commands::CommandError;
+
+use manifest::{Inventory, Source};
+
+/// The process exit status of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: success.
+    Success,
+    /// 1: invalid input or a policy error.
+    Failure,
+    /// 2: usage error.
+    Usage,
+}
+
+impl Exit {
+    /// The numeric exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::Failure => 1,
+            Self::Usage => 2,
+        }
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        Self::from(exit.code())
+    }
+}
+
+/// Runs one command: reads the input (`-f` files, standard input for `-`,
+/// or the bundled example cluster), computes, and writes the result to
+/// `stdout`; notes and errors go to `stderr`.
+pub fn run(cli: Cli, stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Exit {
+    match try_run(&cli, stdin, stdout, stderr) {
+        Ok(exit) => exit,
+        Err(error) => {
+            // If standard error is gone there is nowhere left to report to.
+            let _ = writeln!(stderr, "error: {error}");
+            Exit::Failure
+        }
+    }
+}
+
+fn try_run(
+    cli: &Cli,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<Exit, CommandError> {
+    let inventory = load_input(&cli.global, stdin, stderr)?;
+    let result = commands::execute(&cli.command, &cli.global, &inventory, stderr)?;
+    output::write(cli.global.output, &result.output, stdout).map_err(CommandError::Output)?;
+    Ok(result.exit)
+}
+
+/// Reads the `-f` files (or the bundled example cluster when there are
+/// none) and prints the notes about ignored kinds to `stderr`.
+pub fn load_input(
+    global: &GlobalArgs,
+    stdin: &mut dyn Read,
+    stderr: &mut dyn Write,
+) -> Result<Inventory, CommandError> {
+    let sources = if global.filenames.is_empty() {
+        let _ = writeln!(
+            stderr,
+            "note: no -f given: using the example cluster bundled in policyctl (the files of examples/cluster/)"
+        );
+        bundled::example_sources()
+    } else {
+        read_files(&global.filenames, stdin)?
+    };
+    let inventory = manifest::read_sources(&sources)?;
+    for note in inventory.ignored_notes() {
+        let _ = writeln!(stderr, "{note}");
+    }
+    Ok(inventory)
+}
+
+fn read_files(names: &[String], stdin: &mut dyn Read) -> Result<Vec<Source>, CommandError> {
+    let mut stdin_used = false;
+    let mut sources = Vec::with_capacity(names.len());
+    for name in names {
+        let text = if name == "-" {
+            if stdin_used {
+                return Err(CommandError::Input(
+                    "`-f -` is given more than once; standard input can be read only once"
+                        .to_owned(),
+                ));
+            }
+            stdin_used = true;
+            let mut text = String::new();
+            stdin
+                .read_to_string(&mut text)
+                .map_err(|error| manifest::ManifestError::Read {
+                    file: name.clone(),
+                    message: error.to_string(),
+                })?;
+            text
+        } else {
+            std::fs::read_to_string(name).map_err(|error| manifest::ManifestError::Read {
+                file: name.clone(),
+                message: error.to_string(),
+            })?
+        };
+        sources.push(Source {
+            name: name.clone(),
+            text,
+        });
+    }
+    Ok(sources)
+}

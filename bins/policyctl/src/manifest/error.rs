@@ -1,0 +1,88 @@
+//! Errors of the manifest reader. Every message names the file, the document,
+//! the field path and the offending value, so the user knows what to fix.
+
+use std::fmt;
+
+/// Where an object or a problem is: the file, the 1-based document number in
+/// that file, the item of a `kind: List`, and the object once known.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Origin {
+    /// File name as given on the command line (`-` for standard input,
+    /// `examples/cluster/...` for the bundled example).
+    pub file: String,
+    /// 1-based document number within the file.
+    pub document: usize,
+    /// 0-based index in the `items` of a `kind: List` document.
+    pub item: Option<usize>,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, document {}", self.file, self.document)?;
+        if let Some(item) = self.item {
+            write!(f, ", items[{item}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// A manifest that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("{file}: cannot read the file: {message}")]
+    Read {
+        /// File name.
+        file: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The text is not YAML (or not JSON, for input that starts like JSON).
+    #[error("{file}: not valid {format}: {message}")]
+    Syntax {
+        /// File name.
+        file: String,
+        /// `YAML` or `JSON`.
+        format: &'static str,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A document that is not a Kubernetes object.
+    #[error("{origin}: {message}")]
+    Document {
+        /// Where.
+        origin: Origin,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A field of a recognised object has the wrong shape.
+    #[error(transparent)]
+    Field(Box<FieldError>),
+    /// The same object appears twice in the input.
+    #[error("{origin}: {object} is defined twice (first in {first}); remove one of them")]
+    Duplicate {
+        /// Where the second copy is.
+        origin: Origin,
+        /// `Kind namespace/name` of the object.
+        object: String,
+        /// Where the first copy is.
+        first: Origin,
+    },
+}
+
+/// A field of a recognised object that has the wrong shape.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: {object}: field `{path}`: {message} (offending value: {value})")]
+pub struct FieldError {
+    /// Where.
+    pub origin: Origin,
+    /// `Kind namespace/name` of the object.
+    pub object: String,
+    /// Field path, e.g. `spec.containers[0].name`.
+    pub path: String,
+    /// The offending value as JSON (`<absent>` for a missing field).
+    pub value: String,
+    /// The decoder's message.
+    pub message: String,
+}

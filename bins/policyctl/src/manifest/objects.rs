@@ -1,0 +1,194 @@
+//! The recognised objects, sorted by kind and then by `namespace/name`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+};
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
+
+use super::error::Origin;
+
+/// Identity of an object within its kind: namespace (empty for
+/// cluster-scoped kinds) and name. Orders by namespace, then name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    /// Namespace; empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A namespaced key.
+    pub fn namespaced(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// A cluster-scoped key.
+    pub fn cluster(name: impl Into<String>) -> Self {
+        Self {
+            namespace: String::new(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// An object together with where it was read from.
+#[derive(Clone, Debug)]
+pub struct Located<T> {
+    /// File and document.
+    pub origin: Origin,
+    /// The object.
+    pub object: T,
+}
+
+/// Objects of one kind, keyed and sorted by `namespace/name`.
+pub type Objects<T> = BTreeMap<ObjectKey, Located<T>>;
+
+/// A Cluster API `Machine` (`cluster.x-k8s.io/v1beta1` or `v1beta2`): only
+/// what host labelling reads — its labels (CAPV writes
+/// `node.cluster.x-k8s.io/esxi-host` there, spec B.1) and `status.nodeRef`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Machine {
+    /// `cluster.x-k8s.io/v1beta1` or `cluster.x-k8s.io/v1beta2`.
+    #[serde(default)]
+    pub api_version: String,
+    /// Standard metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The parts of the spec that are read.
+    #[serde(default)]
+    pub spec: MachineSpec,
+    /// The parts of the status that are read.
+    #[serde(default)]
+    pub status: MachineStatus,
+}
+
+/// Spec of a Machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSpec {
+    /// Name of the Cluster the Machine belongs to.
+    #[serde(default)]
+    pub cluster_name: Option<String>,
+}
+
+/// Status of a Machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineStatus {
+    /// The Node this Machine became (v1beta1: an ObjectReference; v1beta2:
+    /// `{name}`; both carry `name`).
+    #[serde(default)]
+    pub node_ref: Option<MachineNodeRef>,
+}
+
+/// Reference from a Machine to its Node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineNodeRef {
+    /// Node name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// A `policyctl/v1alpha1` `HostInventory` document, kept as written: its
+/// `hosts`, `groups` and `vms` are decoded by the host placement commands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostInventoryDocument {
+    /// The whole document (including `apiVersion` and `kind`).
+    pub document: serde_json::Value,
+}
+
+/// Every recognised object of the input, sorted by kind and `namespace/name`.
+#[derive(Clone, Debug, Default)]
+pub struct Inventory {
+    /// `v1` ConfigMaps.
+    pub config_maps: Objects<ConfigMap>,
+    /// `v1` Nodes.
+    pub nodes: Objects<Node>,
+    /// `v1` Namespaces.
+    pub namespaces: Objects<Namespace>,
+    /// `v1` Pods.
+    pub pods: Objects<Pod>,
+    /// `v1` PersistentVolumeClaims.
+    pub persistent_volume_claims: Objects<PersistentVolumeClaim>,
+    /// `v1` PersistentVolumes.
+    pub persistent_volumes: Objects<PersistentVolume>,
+    /// `storage.k8s.io/v1` StorageClasses.
+    pub storage_classes: Objects<StorageClass>,
+    /// `storage.k8s.io/v1` VolumeAttachments.
+    pub volume_attachments: Objects<VolumeAttachment>,
+    /// `velero.io/v1` Backups.
+    pub backups: Objects<Backup>,
+    /// `velero.io/v1` PodVolumeBackups.
+    pub pod_volume_backups: Objects<PodVolumeBackup>,
+    /// `velero.io/v1` PodVolumeRestores.
+    pub pod_volume_restores: Objects<PodVolumeRestore>,
+    /// `velero.io/v2alpha1` DataUploads.
+    pub data_uploads: Objects<DataUpload>,
+    /// `velero.io/v2alpha1` DataDownloads.
+    pub data_downloads: Objects<DataDownload>,
+    /// Cluster API Machines.
+    pub machines: Objects<Machine>,
+    /// `policyctl/v1alpha1` HostInventories, keyed by `metadata.name` (empty
+    /// when the document has no name).
+    pub host_inventories: Objects<HostInventoryDocument>,
+    /// Objects of kinds policyctl does not use, counted per
+    /// `apiVersion kind`, with the first place each was seen.
+    pub ignored: BTreeMap<String, (usize, Origin)>,
+}
+
+impl Inventory {
+    /// Number of recognised objects per kind, in a fixed order, including
+    /// kinds with none.
+    pub fn counts(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("ConfigMap", self.config_maps.len()),
+            ("Node", self.nodes.len()),
+            ("Namespace", self.namespaces.len()),
+            ("Pod", self.pods.len()),
+            ("PersistentVolumeClaim", self.persistent_volume_claims.len()),
+            ("PersistentVolume", self.persistent_volumes.len()),
+            ("StorageClass", self.storage_classes.len()),
+            ("VolumeAttachment", self.volume_attachments.len()),
+            ("Backup", self.backups.len()),
+            ("PodVolumeBackup", self.pod_volume_backups.len()),
+            ("PodVolumeRestore", self.pod_volume_restores.len()),
+            ("DataUpload", self.data_uploads.len()),
+            ("DataDownload", self.data_downloads.len()),
+            ("Machine", self.machines.len()),
+            ("HostInventory", self.host_inventories.len()),
+        ]
+    }
+
+    /// One line per ignored `apiVersion kind`, for standard error.
+    pub fn ignored_notes(&self) -> Vec<String> {
+        self.ignored
+            .iter()
+            .map(|(kind, (count, first))| {
+                let objects = if *count == 1 { "object" } else { "objects" };
+                format!(
+                    "note: ignored {count} {objects} of kind {kind} (first in {first}): policyctl does not use this kind"
+                )
+            })
+            .collect()
+    }
+}

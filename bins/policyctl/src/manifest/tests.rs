@@ -1,0 +1,239 @@
+//! Unit tests of the manifest reader.
+
+use super::*;
+
+fn error_text(name: &str, text: &str) -> String {
+    match read_str(name, text) {
+        Ok(_) => panic!("expected an error for {text:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn yaml_documents_lists_and_json_are_all_read() {
+    let yaml = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, labels: {a: b}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n2}
+---
+";
+    let inventory = read_str("a.yaml", yaml).expect("valid");
+    assert_eq!(inventory.namespaces.len(), 1);
+    assert_eq!(
+        inventory
+            .nodes
+            .keys()
+            .map(|k| k.name.as_str())
+            .collect::<Vec<_>>(),
+        ["n1", "n2"]
+    );
+    let origin = &inventory.nodes[&ObjectKey::cluster("n2")].origin;
+    assert_eq!(origin.to_string(), "a.yaml, document 2, items[1]");
+
+    let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c"}]}}
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"q"},"spec":{"containers":[]}}"#;
+    let inventory = read_str("b.json", json).expect("valid JSON stream");
+    assert_eq!(
+        inventory
+            .pods
+            .keys()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["default/q", "ns/p"]
+    );
+}
+
+#[test]
+fn typed_lists_give_their_items_a_kind() {
+    let yaml = "\
+apiVersion: v1
+kind: PodList
+items:
+- metadata: {name: p, namespace: ns}
+  spec: {containers: [{name: c}]}
+";
+    let inventory = read_str("pods.yaml", yaml).expect("valid");
+    assert!(
+        inventory
+            .pods
+            .contains_key(&ObjectKey::namespaced("ns", "p"))
+    );
+}
+
+#[test]
+fn other_kinds_are_counted_not_rejected() {
+    let yaml = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+---
+apiVersion: velero.io/v1
+kind: DataUpload
+metadata: {name: wrong-version, namespace: velero}
+";
+    let inventory = read_str("w.yaml", yaml).expect("valid");
+    assert_eq!(
+        inventory.ignored_notes(),
+        [
+            "note: ignored 2 objects of kind apps/v1 Deployment (first in w.yaml, document 1): policyctl does not use this kind",
+            "note: ignored 1 object of kind velero.io/v1 DataUpload (first in w.yaml, document 3): policyctl does not use this kind",
+        ]
+    );
+}
+
+#[test]
+fn field_errors_name_file_document_path_and_value() {
+    let yaml = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: ok}
+---
+apiVersion: velero.io/v1
+kind: Backup
+metadata: {name: b1, namespace: velero}
+spec:
+  includedNamespaces: shop
+";
+    assert_eq!(
+        error_text("backups.yaml", yaml),
+        "backups.yaml, document 2: Backup velero/b1: field `spec.includedNamespaces`: \
+         invalid type: string \"shop\", expected a sequence (offending value: \"shop\")"
+    );
+}
+
+#[test]
+fn errors_inside_lists_name_the_item() {
+    let yaml = "\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, labels: {zone: [a, b]}}
+";
+    assert_eq!(
+        error_text("nodes.yaml", yaml),
+        "nodes.yaml, document 1, items[0]: Node n1: field `metadata.labels.zone`: \
+         invalid type: sequence, expected a string (offending value: [\"a\",\"b\"])"
+    );
+}
+
+#[test]
+fn documents_must_be_objects_with_api_version_and_kind() {
+    assert_eq!(
+        error_text("x.yaml", "- a\n- b\n"),
+        "x.yaml, document 1: expected a Kubernetes object (a mapping with apiVersion and kind), got a list"
+    );
+    assert_eq!(
+        error_text("x.yaml", "kind: Pod\nmetadata: {name: p}\n"),
+        "x.yaml, document 1: field `apiVersion` is missing: every object needs apiVersion and kind (offending value: <absent>)"
+    );
+    assert_eq!(
+        error_text("x.yaml", "apiVersion: v1\nkind: 7\n"),
+        "x.yaml, document 1: field `kind` must be a non-empty string, got a number (offending value: 7)"
+    );
+    assert_eq!(
+        error_text("x.yaml", "apiVersion: v1\nkind: Node\nmetadata: {}\n"),
+        "x.yaml, document 1: Node: field `metadata.name`: every object needs a name (offending value: <absent>)"
+    );
+}
+
+#[test]
+fn syntax_errors_name_the_file_and_format() {
+    let yaml = error_text("bad.yaml", "apiVersion: v1\nkind: [Pod\n");
+    assert!(yaml.starts_with("bad.yaml: not valid YAML: "), "{yaml}");
+    let json = error_text("bad.json", "{\"apiVersion\": \"v1\",");
+    assert!(json.starts_with("bad.json: not valid JSON: "), "{json}");
+    assert!(json.contains("line 1"), "{json}");
+}
+
+#[test]
+fn duplicates_are_errors_naming_both_places() {
+    let yaml = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+";
+    assert_eq!(
+        error_text("ns.yaml", yaml),
+        "ns.yaml, document 2: Namespace shop is defined twice (first in ns.yaml, document 1); remove one of them"
+    );
+}
+
+#[test]
+fn empty_input_and_empty_documents_are_fine() {
+    assert_eq!(
+        read_str("e.yaml", "")
+            .expect("empty")
+            .counts()
+            .iter()
+            .map(|c| c.1)
+            .sum::<usize>(),
+        0
+    );
+    assert!(read_str("e.yaml", "---\n---\n").is_ok());
+    assert!(read_str("e.yaml", "# only a comment\n").is_ok());
+}
+
+#[test]
+fn machines_of_both_versions_and_host_inventories_are_recognised() {
+    let yaml = "\
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Machine
+metadata: {name: m1, namespace: default, labels: {node.cluster.x-k8s.io/esxi-host: esx-01}}
+status: {nodeRef: {apiVersion: v1, kind: Node, name: n1, uid: x}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata: {name: m2, namespace: default}
+status: {nodeRef: {name: n2}}
+---
+apiVersion: policyctl/v1alpha1
+kind: HostInventory
+hosts: []
+";
+    let inventory = read_str("m.yaml", yaml).expect("valid");
+    let nodes: Vec<_> = inventory
+        .machines
+        .values()
+        .map(|m| m.object.status.node_ref.clone().and_then(|r| r.name))
+        .collect();
+    assert_eq!(nodes, [Some("n1".to_owned()), Some("n2".to_owned())]);
+    assert_eq!(inventory.host_inventories.len(), 1);
+}
+
+/// The fuzz target's seed corpus (and any crasher added to it) must read
+/// without panicking, through the same entry point as the fuzz target.
+#[test]
+fn fuzz_corpus_replays_without_panics() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/manifest_reader");
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "seed corpus is empty");
+    for path in entries {
+        let bytes = std::fs::read(&path).expect("readable corpus file");
+        crate::manifest::fuzz_entry(&bytes);
+    }
+}

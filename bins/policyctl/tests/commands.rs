@@ -1,0 +1,302 @@
+//! Every command on the example cluster: table and JSON snapshots, plus the
+//! error paths users hit most.
+
+mod common;
+
+use common::{example, ok, run, run_with_stdin};
+use policyctl::Exit;
+
+/// Snapshots the table and the JSON of one command line.
+fn snapshot(name: &str, args: &[&str]) {
+    let table = ok(args);
+    insta::assert_snapshot!(format!("{name}_table"), table.stdout);
+    let mut json_args = args.to_vec();
+    json_args.extend(["-o", "json"]);
+    let json = ok(&json_args);
+    insta::assert_snapshot!(format!("{name}_json"), json.stdout);
+    let document: serde_json::Value =
+        serde_json::from_str(&json.stdout).expect("-o json prints JSON");
+    assert!(document.is_object(), "{name}: {document}");
+}
+
+#[test]
+fn config_check_snapshots() {
+    snapshot("config_check", &["config", "check"]);
+}
+
+#[test]
+fn concurrency_snapshots() {
+    snapshot("concurrency", &["concurrency"]);
+}
+
+#[test]
+fn affinity_snapshots() {
+    snapshot(
+        "affinity_local_volume",
+        &["affinity", "--pvc", "analytics/scratch-analytics-0"],
+    );
+    snapshot(
+        "affinity_backup_pvc_remap",
+        &["affinity", "--pvc", "shop/data-shop-0"],
+    );
+    snapshot(
+        "affinity_windows",
+        &[
+            "affinity",
+            "--pvc",
+            "team-blue/db-data",
+            "--node-os",
+            "windows",
+        ],
+    );
+    snapshot(
+        "affinity_restore",
+        &["affinity", "--pvc", "shop/restored-data", "--restore"],
+    );
+}
+
+#[test]
+fn schedule_snapshots() {
+    snapshot(
+        "schedule_pending_web_pod",
+        &["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"],
+    );
+    snapshot(
+        "schedule_bound_web_pod_score_all_nodes",
+        &[
+            "schedule",
+            "--pod",
+            "shop/web-7c9f8d6b5-2xq9l",
+            "--score-all-nodes",
+        ],
+    );
+    snapshot("schedule_all", &["schedule", "--all"]);
+}
+
+#[test]
+fn diagnose_snapshots() {
+    snapshot(
+        "diagnose_data_mover_pod",
+        &["diagnose", "--pod", "velero/nightly-apps-20260520-c7d5n"],
+    );
+    snapshot(
+        "diagnose_web_pod",
+        &["diagnose", "--pod", "shop/web-7c9f8d6b5-r9t2x"],
+    );
+}
+
+#[test]
+fn report_snapshots() {
+    snapshot("report", &["report"]);
+}
+
+#[test]
+fn every_contract_key_is_present() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut args = args.to_vec();
+        args.extend(["-o", "json"]);
+        serde_json::from_str(&ok(&args).stdout).expect("JSON")
+    };
+    let keys = |value: &serde_json::Value| -> Vec<String> {
+        value.as_object().expect("object").keys().cloned().collect()
+    };
+    assert_eq!(keys(&json(&["config", "check"])), ["config", "findings"]);
+    assert_eq!(keys(&json(&["concurrency"])), ["global", "nodes"]);
+    assert_eq!(
+        keys(&json(&[
+            "affinity",
+            "--pvc",
+            "shop/restored-data",
+            "--restore"
+        ])),
+        [
+            "affinity",
+            "nodeSelector",
+            "selectedLoadAffinity",
+            "storageClass",
+            "tolerations",
+            "waitingForFirstConsumer"
+        ]
+    );
+    let schedule = json(&["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"]);
+    assert_eq!(
+        keys(&schedule),
+        ["feasible", "scores", "selected", "unschedulable"]
+    );
+    assert_eq!(
+        keys(&schedule["scores"]),
+        ["interPodAffinity", "nodeAffinity"]
+    );
+    assert_eq!(
+        keys(&schedule["scores"]["interPodAffinity"]),
+        ["normalized", "raw", "skipped"]
+    );
+    assert_eq!(
+        keys(&schedule["scores"]["nodeAffinity"]),
+        ["normalized", "raw"]
+    );
+    assert_eq!(
+        keys(&json(&["schedule", "--all"])),
+        ["assignments", "unschedulable"]
+    );
+    let concurrency = json(&["concurrency"]);
+    assert_eq!(
+        concurrency["nodes"].as_object().map(|nodes| nodes.len()),
+        Some(7),
+        "one entry per Node of the input"
+    );
+}
+
+#[test]
+fn unknown_pod_is_an_error_naming_it() {
+    let run = run(&["schedule", "--pod", "shop/no-such-pod"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.ends_with(
+            "error: pod shop/no-such-pod is not in the input (18 pods read); give the file that holds it with -f\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    let run = run_diagnose("shop/no-such-pod");
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .contains("pod shop/no-such-pod is not in the input"),
+        "{}",
+        run.stderr
+    );
+}
+
+fn run_diagnose(pod: &str) -> common::Run {
+    run(&["diagnose", "--pod", pod])
+}
+
+#[test]
+fn missing_storage_class_is_an_error_naming_it() {
+    let input = "\
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop}
+spec: {storageClassName: gold, volumeName: pv-1}
+";
+    let run = run_with_stdin(&["-f", "-", "affinity", "--pvc", "shop/data"], input);
+    assert_eq!(run.exit, Exit::Failure);
+    insta::assert_snapshot!("error_missing_storage_class", run.stderr);
+    assert!(run.stderr.contains("gold"), "{}", run.stderr);
+}
+
+#[test]
+fn unknown_pvc_is_an_error() {
+    let run = run(&["affinity", "--pvc", "shop/nope"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .ends_with("error: PersistentVolumeClaim shop/nope is not in the input (6 PersistentVolumeClaims read)\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn malformed_configuration_fails_config_check_but_still_reports() {
+    let config_map = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: node-agent-config, namespace: velero}
+data:
+  config.json: '{\"loadConcurrency\": {\"globalConfig\": \"2\"}}'
+";
+    let run = run_with_stdin(&["-f", "-", "config", "check", "-o", "json"], config_map);
+    assert_eq!(run.exit, Exit::Failure, "{}", run.stderr);
+    insta::assert_snapshot!("error_config_wrong_type_json", run.stdout);
+    let other = run_with_stdin(&["-f", "-", "concurrency"], config_map);
+    assert_eq!(other.exit, Exit::Failure);
+    assert!(
+        other
+            .stderr
+            .contains("the node-agent configuration (ConfigMap velero/node-agent-config"),
+        "{}",
+        other.stderr
+    );
+}
+
+#[test]
+fn strict_config_check_fails_on_warnings() {
+    assert_eq!(ok(&["config", "check"]).exit, Exit::Success);
+    assert_eq!(run(&["config", "check", "--strict"]).exit, Exit::Failure);
+}
+
+#[test]
+fn config_flag_reads_bare_json_or_a_config_map_manifest() {
+    let dir = std::env::temp_dir().join(format!("policyctl-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bare = dir.join("config.json");
+    std::fs::write(&bare, r#"{"loadConcurrency": {"globalConfig": 5}}"#).expect("write");
+    let run = ok(&[
+        "--config",
+        bare.to_str().expect("UTF-8 path"),
+        "concurrency",
+        "-o",
+        "json",
+    ]);
+    assert!(run.stdout.contains("\"global\": 5"), "{}", run.stdout);
+    let run = ok(&[
+        "--config",
+        &example("node-agent-config.yaml"),
+        "-f",
+        &example("nodes.yaml"),
+        "concurrency",
+        "-o",
+        "json",
+    ]);
+    assert!(run.stdout.contains("\"global\": 2"), "{}", run.stdout);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn without_a_config_map_velero_defaults_are_used() {
+    let run = ok(&["-f", &example("nodes.yaml"), "concurrency", "-o", "json"]);
+    assert!(run.stdout.contains("\"global\": 1"), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("using Velero's default node-agent configuration"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn config_map_flag_selects_another_config_map() {
+    let run = run_with_stdin(
+        &[
+            "-f",
+            "-",
+            "--config-map",
+            "other",
+            "concurrency",
+            "-o",
+            "json",
+        ],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: velero}\ndata:\n  c: '{\"loadConcurrency\": {\"globalConfig\": 7}}'\n",
+    );
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    assert!(run.stdout.contains("\"global\": 7"), "{}", run.stdout);
+}
+
+#[test]
+fn bad_pod_reference_is_a_usage_error() {
+    assert_eq!(run(&["schedule", "--pod", "no-slash"]).exit, Exit::Usage);
+    assert_eq!(run(&["schedule"]).exit, Exit::Usage);
+    assert_eq!(
+        run(&[
+            "schedule",
+            "--pod",
+            "a/b",
+            "--hard-pod-affinity-weight",
+            "101"
+        ])
+        .exit,
+        Exit::Usage
+    );
+}

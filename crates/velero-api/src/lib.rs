@@ -1,0 +1,48 @@
+//! Partial, hand-written kube 5 types for the Velero custom resources that the
+//! placement and admission policies read and write (CONVENTIONS §4).
+//!
+//! | kind | group/version | module |
+//! |---|---|---|
+//! | `Backup` | `velero.io/v1` | [`backup`] |
+//! | `PodVolumeBackup` | `velero.io/v1` | [`pod_volume`] |
+//! | `PodVolumeRestore` | `velero.io/v1` | [`pod_volume`] |
+//! | `DataUpload` | `velero.io/v2alpha1` | [`data_mover`] |
+//! | `DataDownload` | `velero.io/v2alpha1` | [`data_mover`] |
+//!
+//! Only the fields the policies read (spec `velero.md` §3.3 and §4: namespace
+//! filters of backups, queue phase and position, data-mover storage class,
+//! node and phase of loads) plus the status fields the controllers write are
+//! modelled. Every field is optional (`Option` or `#[serde(default)]`) and
+//! unknown fields are ignored on input, so any object a Velero server writes
+//! deserialises.
+//!
+//! # Never `replace()` these objects
+//!
+//! Because the types are partial, serialising one drops every field that is
+//! not modelled here. Writing such an object back with `replace()` (PUT)
+//! would silently erase the rest of the user's Backup or DataUpload. Patch
+//! only the fields you own (merge patch or server-side apply on `/status`).
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod string_enum;
+
+pub mod backup;
+pub mod data_mover;
+pub mod labels;
+pub mod pod_volume;
+pub mod progress;
+
+pub use backup::{Backup, BackupPhase, BackupSpec, BackupStatus};
+pub use data_mover::{
+    CsiSnapshotSpec, DataDownload, DataDownloadSpec, DataDownloadStatus, DataUpload,
+    DataUploadSpec, DataUploadStatus, TargetVolumeSpec,
+};
+pub use pod_volume::{
+    PodVolumeBackup, PodVolumeBackupSpec, PodVolumeBackupStatus, PodVolumeRestore,
+    PodVolumeRestoreSpec, PodVolumeRestoreStatus,
+};
+pub use progress::{DataMoveOperationProgress, LoadPhase};
+
+#[cfg(test)]
+mod tests;
