@@ -826,6 +826,75 @@ fn required_affinity_multiple_nodes_table() {
             want: vec![("machine1", OK), ("machine2", OK), ("machine3", OK)],
         },
         Case {
+            name: "affinity: every term's domain must hold a counted pod (region shared, zone not)",
+            incoming: pod(
+                "ns",
+                "p",
+                &[],
+                None,
+                affinity(json!([
+                    term(sel_in("foo", &["bar"]), "region"),
+                    term(sel_in("foo", &["bar"]), "zone"),
+                ])),
+            ),
+            pods: vec![pod("ns", "e", foo, Some("machine1"), json!({}))],
+            nodes: three(),
+            namespaces: vec![],
+            want: vec![
+                ("machine1", OK),
+                ("machine2", AFFINITY),
+                ("machine3", AFFINITY),
+            ],
+        },
+        Case {
+            name: "affinity: a node lacking one term's key fails even if the other term is satisfied",
+            incoming: pod(
+                "ns",
+                "p",
+                &[],
+                None,
+                affinity(json!([
+                    term(sel_in("foo", &["bar"]), "region"),
+                    term(sel_in("foo", &["bar"]), "rack"),
+                ])),
+            ),
+            pods: vec![pod("ns", "e", foo, Some("machine1"), json!({}))],
+            nodes: three(),
+            namespaces: vec![],
+            want: vec![
+                ("machine1", AFFINITY),
+                ("machine2", AFFINITY),
+                ("machine3", AFFINITY),
+            ],
+        },
+        Case {
+            name: "existing pods on two nodes each violate the incoming pod: only the third node fits",
+            incoming: pod("ns", "p", foo, None, json!({})),
+            pods: vec![
+                pod(
+                    "ns",
+                    "e1",
+                    &[],
+                    Some("machine1"),
+                    anti(json!([term(sel_in("foo", &["bar"]), "zone")])),
+                ),
+                pod(
+                    "ns",
+                    "e2",
+                    &[],
+                    Some("machine2"),
+                    anti(json!([term(sel_in("foo", &["bar"]), "hostname")])),
+                ),
+            ],
+            nodes: three(),
+            namespaces: vec![],
+            want: vec![
+                ("machine1", EXISTING_ANTI),
+                ("machine2", EXISTING_ANTI),
+                ("machine3", OK),
+            ],
+        },
+        Case {
             name: "matchLabelKeys merge: replicas of another revision do not count (C.9)",
             incoming: pod(
                 "ns",
