@@ -13,7 +13,7 @@
 //! - [`schedule`] / [`schedule_all`]: one-call entry points over plain
 //!   Kubernetes objects (for `policyctl schedule`).
 //! - [`diagnose`]: why a pod does not fit one node, in plain words.
-//! - [`reference`]: a brute-force evaluator written straight from the spec,
+//! - [`reference`](mod@reference): a brute-force evaluator written straight from the spec,
 //!   used as test oracle and benchmark baseline.
 //!
 //! Node selection is deterministic (spec 0.3, C.22): the feasible node with
