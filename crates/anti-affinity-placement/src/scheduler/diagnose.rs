@@ -7,7 +7,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
-use super::evaluate::{AllNodes, evaluate};
+use super::evaluate::{AllNodes, evaluate, spread_prefilter};
 use super::result::{Options, Plugin};
 use super::state::ClusterState;
 
@@ -85,13 +85,15 @@ pub fn diagnose(
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();
-            match constraints.iter().enumerate().find(|(_, c)| !labels.contains_key(&c.topology_key)) {
-                Some((i, c)) => format!(
-                    "the node has no label {:?}, the topologyKey of DoNotSchedule topologySpreadConstraints[{i}]; nodes without it are rejected",
-                    c.topology_key
-                ),
-                None => "placing the pod here would raise the skew of a DoNotSchedule topology spread constraint above its maxSkew (matching pods in this node's domain + 1 − global minimum > maxSkew)".to_owned(),
-            }
+            let keys: Vec<&str> = constraints
+                .iter()
+                .map(|c| c.topology_key.as_str())
+                .collect();
+            spread_prefilter(state, &info, constraints)
+                .explain(state, node, &keys)
+                .unwrap_or_else(|| {
+                    "a DoNotSchedule topology spread constraint is not satisfied".to_owned()
+                })
         }
         Plugin::InterPodAffinity => {
             use super::result::Reason;

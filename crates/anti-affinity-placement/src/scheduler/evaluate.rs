@@ -270,6 +270,31 @@ pub(crate) fn spread_prefilter(
     SpreadPre { constraints: out }
 }
 
+impl SpreadPre {
+    /// Plain-words reason for the first constraint failing on `node`.
+    pub(crate) fn explain(&self, state: &ClusterState, node: u32, keys: &[&str]) -> Option<String> {
+        for (i, (c, key)) in self.constraints.iter().zip(keys).enumerate() {
+            let Some((k, d)) = state.domain(c.key, node) else {
+                return Some(format!(
+                    "the node has no label {key:?}, the topologyKey of DoNotSchedule topologySpreadConstraints[{i}]; nodes without it are rejected"
+                ));
+            };
+            let count = c.counts.get(&d).copied().unwrap_or(0);
+            let skew = count + i64::from(c.self_match) - c.min;
+            if skew > c.max_skew {
+                let value = &state.topo[k as usize].value_names[d as usize];
+                return Some(format!(
+                    "topologySpreadConstraints[{i}]: {count} matching pod(s) already in {key}={value}, + {} for this pod, − global minimum {} = skew {skew} > maxSkew {}",
+                    i64::from(c.self_match),
+                    c.min,
+                    c.max_skew
+                ));
+            }
+        }
+        None
+    }
+}
+
 #[inline]
 pub(crate) fn spread_filter(state: &ClusterState, pre: &SpreadPre, node: u32) -> Option<Reason> {
     for c in &pre.constraints {
