@@ -981,6 +981,16 @@ fn topology_spread_do_not_schedule_table() {
             node("x", &[]),
         ]
     };
+    let tainted_zones = || {
+        let mut a1 = node("a1", &[("zone", "a")]);
+        a1.spec = Some(
+            serde_json::from_value(
+                json!({"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}),
+            )
+            .unwrap(),
+        );
+        vec![a1, node("b1", &[("zone", "b")])]
+    };
     let cases = vec![
         Case {
             name: "node without the key is rejected; skew 1 allows the emptier zone only",
@@ -1051,6 +1061,40 @@ fn topology_spread_do_not_schedule_table() {
             nodes: zones(),
             namespaces: vec![],
             want: vec![("a1", SPREAD), ("a2", SPREAD)],
+        },
+        Case {
+            name: "nodeTaintsPolicy Ignore (default): a tainted node's domain counts for the minimum",
+            incoming: pod("ns", "p", web, None, spread(1, "zone", json!({}))),
+            pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
+            nodes: tainted_zones(),
+            namespaces: vec![],
+            want: vec![("a1", OK), ("b1", SPREAD)],
+        },
+        Case {
+            name: "nodeTaintsPolicy Honor: an untolerated tainted node's domain is not eligible",
+            incoming: pod(
+                "ns",
+                "p",
+                web,
+                None,
+                spread(1, "zone", json!({"nodeTaintsPolicy": "Honor"})),
+            ),
+            pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
+            nodes: tainted_zones(),
+            namespaces: vec![],
+            want: vec![("a1", OK), ("b1", OK)],
+        },
+        Case {
+            name: "nodeTaintsPolicy Honor with a matching toleration keeps the domain",
+            incoming: pod("ns", "p", web, None, {
+                let mut v = spread(1, "zone", json!({"nodeTaintsPolicy": "Honor"}));
+                v["tolerations"] = json!([{"key": "dedicated", "operator": "Exists"}]);
+                v
+            }),
+            pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
+            nodes: tainted_zones(),
+            namespaces: vec![],
+            want: vec![("a1", OK), ("b1", SPREAD)],
         },
         Case {
             name: "ScheduleAnyway constraints do not filter",
