@@ -217,3 +217,13 @@ fn explain_node_affinity(pod: &Pod, labels: &std::collections::BTreeMap<String, 
         )
     }
 }
+
+/// [`diagnose`] for every node, in node-name order.
+pub fn diagnose_all(state: &ClusterState, pod: &Pod, opts: &Options) -> Vec<Diagnosis> {
+    let mut names: Vec<&str> = state.node_names().collect();
+    names.sort_unstable();
+    names
+        .into_iter()
+        .filter_map(|n| diagnose(state, pod, n, opts))
+        .collect()
+}

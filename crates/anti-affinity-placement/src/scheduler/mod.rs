@@ -34,7 +34,7 @@ mod state;
 
 pub use admission::apply_match_label_keys;
 pub use api::{BatchResult, Placement, ScheduleError, schedule, schedule_all};
-pub use diagnose::{Diagnosis, diagnose};
+pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{
     Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, ScheduleResult, Scores,
