@@ -397,7 +397,9 @@ pub fn evaluate(
                     }
                 }
             }
-            *counts.entry(l[&c.topology_key].clone()).or_default() += count;
+            if let Some(v) = l.get(&c.topology_key) {
+                *counts.entry(v.clone()).or_default() += count;
+            }
         }
         let min = if (counts.len() as i64) < c.min_domains {
             0
