@@ -7,8 +7,9 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
-use super::evaluate::{AllNodes, evaluate, spread_prefilter};
+use super::evaluate::{AllNodes, evaluate};
 use super::result::{Options, Plugin};
+use super::spread::spread_prefilter;
 use super::state::ClusterState;
 
 /// The verdict on one node with an explanation.

@@ -25,11 +25,14 @@ mod api;
 mod diagnose;
 mod evaluate;
 mod fast_hash;
+mod interpod;
 mod node_selector;
+mod pair_counts;
 mod pod_info;
 pub mod reference;
 mod result;
 mod selector;
+mod spread;
 mod state;
 
 pub use admission::apply_match_label_keys;
