@@ -70,10 +70,10 @@ pub fn unit_counts(inv: &HostInventory, unit: &str) -> BTreeMap<String, u32> {
     };
     let mut counts: BTreeMap<String, u32> = inv.hosts.iter().map(|h| (h.name.clone(), 0)).collect();
     for v in &inv.vms {
-        if let Some(h) = &v.host {
-            if unit_of(&v.group) == unit {
-                *counts.get_mut(h).unwrap() += 1;
-            }
+        if let Some(h) = &v.host
+            && unit_of(&v.group) == unit
+        {
+            *counts.get_mut(h).unwrap() += 1;
         }
     }
     counts
