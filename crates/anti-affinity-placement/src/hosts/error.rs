@@ -102,7 +102,8 @@ pub enum InventoryError {
     },
 }
 
-/// Every problem found in an inventory, in document order.
+/// Every problem found in an inventory (names first, then amounts, groups
+/// and VMs, each section in document order).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct InvalidInventory {
     /// The problems (never empty).
