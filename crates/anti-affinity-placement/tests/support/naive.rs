@@ -55,7 +55,8 @@ pub fn naive_plan(inventory: &HostInventory) -> BTreeMap<String, Option<String>>
         };
         (unit, limit)
     };
-    let mut counts: BTreeMap<(String, usize), u32> = BTreeMap::new();
+    // unit → per-host count
+    let mut counts: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for vm in &inventory.vms {
         if let Some(h) = &vm.host {
             let h = host_pos[h.as_str()];
@@ -63,7 +64,9 @@ pub fn naive_plan(inventory: &HostInventory) -> BTreeMap<String, Option<String>>
             for (f, r) in free[h].iter_mut().zip(&req) {
                 *f -= r;
             }
-            *counts.entry((unit_of(&vm.group).0, h)).or_default() += 1;
+            counts
+                .entry(unit_of(&vm.group).0)
+                .or_insert_with(|| vec![0; hosts.len()])[h] += 1;
         }
     }
 
@@ -88,12 +91,13 @@ pub fn naive_plan(inventory: &HostInventory) -> BTreeMap<String, Option<String>>
         }
         let (unit, limit) = unit_of(&vm.group);
         let req = vector(&vm.requests);
+        let unit_counts = counts.entry(unit).or_insert_with(|| vec![0; hosts.len()]);
         let mut best: Option<(u32, (i128, i128), usize)> = None;
         for h in 0..hosts.len() {
             if hosts[h].maintenance || !free[h].iter().zip(&req).all(|(f, r)| r <= f) {
                 continue;
             }
-            let c = counts.get(&(unit.clone(), h)).copied().unwrap_or(0);
+            let c = unit_counts[h];
             if limit.is_some_and(|k| c >= k) {
                 continue;
             }
@@ -116,7 +120,7 @@ pub fn naive_plan(inventory: &HostInventory) -> BTreeMap<String, Option<String>>
                 for (f, r) in free[h].iter_mut().zip(&req) {
                     *f -= r;
                 }
-                *counts.entry((unit, h)).or_default() += 1;
+                unit_counts[h] += 1;
                 out.insert(vm.name.clone(), Some(hosts[h].name.clone()));
             }
             None => {
