@@ -92,14 +92,14 @@ fn check_names<'a>(
 ) -> BTreeMap<&'a str, usize> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for (index, name) in names.enumerate() {
-        let field = format!("{list}[{index}].name");
+        let field = || format!("{list}[{index}].name");
         if name.is_empty() {
-            errors.push(InventoryError::EmptyName { field });
+            errors.push(InventoryError::EmptyName { field: field() });
             continue;
         }
         match seen.entry(name) {
             Entry::Occupied(first) => errors.push(InventoryError::Duplicate {
-                field,
+                field: field(),
                 value: name.to_owned(),
                 first: format!("{list}[{}].name", first.get()),
             }),
@@ -113,7 +113,7 @@ fn check_names<'a>(
 
 fn dense(
     errors: &mut Vec<InventoryError>,
-    field: &str,
+    field: impl Fn() -> String,
     resources: &[String],
     amounts: &BTreeMap<String, Amount>,
 ) -> Vec<u64> {
@@ -126,7 +126,7 @@ fn dense(
                 }
             }
             Err(problem) => errors.push(InventoryError::Amount {
-                field: format!("{field}.{name}"),
+                field: format!("{}.{name}", field()),
                 value: amount.to_string(),
                 reason: problem.explain(),
             }),
@@ -171,7 +171,7 @@ impl CheckedInventory {
         for (index, host) in inventory.hosts.iter().enumerate() {
             let capacity = dense(
                 &mut errors,
-                &format!("hosts[{index}].capacity"),
+                || format!("hosts[{index}].capacity"),
                 &resources,
                 &host.capacity,
             );
@@ -287,7 +287,7 @@ impl CheckedInventory {
         for (index, vm) in inventory.vms.iter().enumerate() {
             let requests = dense(
                 &mut errors,
-                &format!("vms[{index}].requests"),
+                || format!("vms[{index}].requests"),
                 &resources,
                 &vm.requests,
             );
