@@ -184,3 +184,44 @@ fn sanitize_outputs() {
     .collect();
     insta::assert_json_snapshot!(values);
 }
+
+#[test]
+fn audit_counts_preferred_terms_and_skips_finished_and_unbound_pods() {
+    let nodes = vec![
+        node("w1", json!({KEY: "esx1"}), json!({})),
+        node("w2", json!({KEY: "esx1"}), json!({})),
+    ];
+    let preferred = json!({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "q"}}, "topologyKey": KEY}}]}}});
+    let mut finished = pod("ns", "q-3", "w2", Some("q-rs"), preferred.clone());
+    finished.status = Some(serde_json::from_value(json!({"phase": "Succeeded"})).unwrap());
+    let mut unbound = pod("ns", "q-4", "w2", Some("q-rs"), preferred.clone());
+    unbound.spec.as_mut().unwrap().node_name = None;
+    let pods = vec![
+        pod("ns", "q-1", "w1", Some("q-rs"), preferred.clone()),
+        pod("ns", "q-2", "w2", Some("q-rs"), preferred.clone()),
+        finished,
+        unbound,
+        // Another owner on the same host is another group.
+        pod("ns", "r-1", "w1", Some("r-rs"), preferred),
+    ];
+    // No host information: the audit falls back to the Node labels.
+    let report = HostLabelConfig::default().host_labels(&nodes, &pods, &BTreeMap::new());
+    assert!(report.nodes.is_empty());
+    assert!(report.audit.unlabelled_nodes.is_empty());
+    assert_eq!(report.audit.shared_hosts.len(), 1);
+    assert_eq!(report.audit.shared_hosts[0].host, "esx1");
+    assert_eq!(
+        report.audit.shared_hosts[0].pods,
+        vec!["ns/q-1".to_owned(), "ns/q-2".to_owned()]
+    );
+}
+
+#[test]
+fn nodes_with_empty_host_names_are_left_alone() {
+    let nodes = vec![node("w1", json!({}), json!({}))];
+    let hosts: BTreeMap<String, String> = [("w1".to_owned(), String::new())].into_iter().collect();
+    let report = HostLabelConfig::default().host_labels(&nodes, &[], &hosts);
+    assert!(report.nodes.is_empty());
+    assert_eq!(report.audit.unlabelled_nodes, vec!["w1".to_owned()]);
+}

@@ -108,8 +108,8 @@ impl HostLabelConfig {
         )
     }
 
-    /// Plans for every Node with known host information (Nodes without it
-    /// are left alone and show up in the audit if unlabelled; Nodes whose
+    /// Plans for every Node with known host information (Nodes without it,
+    /// or with an empty host name, are left alone and show up in the audit if unlabelled; Nodes whose
     /// plan is empty are omitted), plus the audit of the current state.
     pub fn host_labels(
         &self,
@@ -121,7 +121,8 @@ impl HostLabelConfig {
             .iter()
             .filter_map(|node| {
                 let name = node.metadata.name.as_deref()?;
-                let plan = self.plan_node(node, host_of_node.get(name)?);
+                let host = host_of_node.get(name).filter(|h| !h.is_empty())?;
+                let plan = self.plan_node(node, host);
                 (!plan.is_empty()).then(|| (name.to_owned(), plan))
             })
             .collect();
