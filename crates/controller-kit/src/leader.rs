@@ -111,3 +111,54 @@ async fn monitor(mut rx: watch::Receiver<bool>, shutdown: Shutdown, config: Lead
         }
     }
 }
+
+/// Runs `work` as the single active replica and reports why it stopped.
+///
+/// With `election` set, first waits for the Lease (returning the shutdown
+/// reason at once if the token fires while waiting); without it, runs
+/// straight away. `work` must itself stop when `shutdown` fires (pass
+/// `shutdown.signalled()` to `Controller::graceful_shutdown_on`). When `work`
+/// returns `Ok`, the token is fired with [`ShutdownReason::Requested`] unless
+/// it already fired; when it returns `Err`, with [`ShutdownReason::Fatal`].
+/// The Lease is then released and the first reason is returned; its
+/// [`ShutdownReason::exit_code`] is what `main` should exit with (non-zero
+/// after a lost Lease).
+///
+/// Readiness is deliberately not tied to leadership: followers must report
+/// ready, or a rolling update would wait forever for a new pod that cannot
+/// get the Lease the old pod holds.
+pub async fn run_while_leading<Fut, E>(
+    client: kube::Client,
+    election: Option<&LeaderElectionConfig>,
+    shutdown: &Shutdown,
+    work: Fut,
+) -> Result<ShutdownReason, Error>
+where
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let guard = match election {
+        Some(config) => match acquire_leadership(client, config, shutdown).await? {
+            Some(guard) => Some(guard),
+            None => return Ok(shutdown.reason().unwrap_or(ShutdownReason::Requested)),
+        },
+        None => None,
+    };
+    match work.await {
+        Ok(()) => {
+            shutdown.trigger(ShutdownReason::Requested);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "controller failed");
+            shutdown.trigger(ShutdownReason::Fatal(e.to_string()));
+        }
+    }
+    let reason = shutdown.reason().unwrap_or(ShutdownReason::Requested);
+    if let Some(guard) = guard {
+        // After a loss the Lease belongs to someone else; releasing is a no-op then.
+        if let Err(e) = guard.release().await {
+            tracing::warn!(error = %e, "could not release the leader Lease");
+        }
+    }
+    Ok(reason)
+}
