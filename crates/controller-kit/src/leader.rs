@@ -14,29 +14,45 @@ use crate::args::LeaderElectionConfig;
 use crate::error::Error;
 use crate::shutdown::{Shutdown, ShutdownReason};
 
-/// Held while this replica leads. Dropping it without
-/// [`LeaderGuard::release`] stops renewing (the monitor task ends and
-/// kube-lease-manager releases the Lease in the background).
+/// Held while this replica leads.
+///
+/// [`LeaderGuard::release`] stops renewing and frees the Lease (graceful
+/// hand-over). Dropping the guard instead behaves like a crash: renewing
+/// stops at once (the background tasks are aborted) but the Lease is left to
+/// expire, so a follower takes over only after the lease duration.
 #[derive(Debug)]
 pub struct LeaderGuard {
-    monitor: JoinHandle<()>,
-    manager: JoinHandle<Result<LeaseManager, LeaseManagerError>>,
+    monitor: Option<JoinHandle<()>>,
+    manager: Option<JoinHandle<Result<LeaseManager, LeaseManagerError>>>,
     config: LeaderElectionConfig,
 }
 
 impl LeaderGuard {
     /// Stops renewing and releases the Lease (so a follower can take over
     /// at once instead of waiting for expiry). Call after the controller stopped.
-    pub async fn release(self) -> Result<(), Error> {
-        self.monitor.abort();
-        let _ = self.monitor.await;
-        match self.manager.await {
+    pub async fn release(mut self) -> Result<(), Error> {
+        if let Some(monitor) = self.monitor.take() {
+            // Dropping the monitor's receiver makes kube-lease-manager release the Lease.
+            monitor.abort();
+            let _ = monitor.await;
+        }
+        let Some(manager) = self.manager.take() else {
+            return Ok(());
+        };
+        match manager.await {
             Ok(Ok(_)) | Err(_) => Ok(()),
-            Ok(Err(source)) => Err(Error::LeaderElection {
-                namespace: self.config.lease_namespace,
-                name: self.config.lease_name,
-                source,
-            }),
+            Ok(Err(source)) => Err(lease_error(&self.config, source)),
+        }
+    }
+}
+
+impl Drop for LeaderGuard {
+    fn drop(&mut self) {
+        if let Some(m) = self.monitor.take() {
+            m.abort();
+        }
+        if let Some(m) = self.manager.take() {
+            m.abort();
         }
     }
 }
@@ -91,8 +107,8 @@ pub async fn acquire_leadership(
     tracing::info!(lease = %config.lease_name, identity = %config.identity, "acquired leadership");
     let monitor = tokio::spawn(monitor(rx, shutdown.clone(), config.clone()));
     Ok(Some(LeaderGuard {
-        monitor,
-        manager: handle,
+        monitor: Some(monitor),
+        manager: Some(handle),
         config: config.clone(),
     }))
 }
