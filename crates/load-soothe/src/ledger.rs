@@ -445,3 +445,57 @@ pub(crate) fn decide_exact(
         removed,
     })
 }
+
+/// Admits the next loads of this node's queue, up to the free slots of this
+/// view, and removes the entries whose loads left preparation, in one write;
+/// `None` if there is nothing to admit.
+///
+/// Call it on the node that just moved a load out of preparation (to
+/// `InProgress`, or a terminal phase), right after applying that update to
+/// its own cache: that node knows first that a slot is free, so letting it
+/// (rather than every node-agent) take the slot avoids a burst of
+/// conflicting ledger writes. Loads it admits for itself it accepts at once;
+/// the others are accepted by their nodes when they see the ledger.
+pub fn plan_admissions(
+    limit: Limit,
+    cache: &CountCache,
+    view: ExactView<'_>,
+    now: Timestamp,
+) -> Option<LedgerWrite> {
+    let ledger = &view.ledger.ledger;
+    let kept_count = ledger
+        .admitted
+        .iter()
+        .filter(|e| !has_left_preparation(cache, &e.id))
+        .count() as u64;
+    let kept = |id: &LoadId| -> bool {
+        ledger.admitted.iter().any(|e| e.id == *id) && !has_left_preparation(cache, id)
+    };
+    let unledgered = cache.in_preparation().filter(|id| !kept(id)).count() as u64;
+    let free = limit.get().checked_sub(kept_count + unledgered)?;
+    if free == 0 {
+        return None;
+    }
+    let listed = |k: &FifoKey| ledger.admitted.iter().any(|e| e.is_key(k));
+    let admitted: Vec<LoadId> = cache
+        .waiting()
+        .filter(|k| !listed(k))
+        .take(usize::try_from(free).unwrap_or(usize::MAX))
+        .map(FifoKey::id)
+        .collect();
+    if admitted.is_empty() {
+        return None;
+    }
+    let (mut entries, removed) = split(ledger, cache);
+    entries.extend(admitted.iter().map(|id| LedgerEntry::new(id, now, view.node)));
+    entries.sort_by(|a, b| a.id.cmp(&b.id));
+    Some(LedgerWrite {
+        expected_resource_version: view.ledger.resource_version.clone(),
+        ledger: Ledger {
+            version: LEDGER_FORMAT_VERSION,
+            admitted: entries,
+        },
+        admitted,
+        removed,
+    })
+}

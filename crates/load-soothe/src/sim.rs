@@ -42,7 +42,7 @@ use jiff::Timestamp;
 use crate::cache::CountCache;
 use crate::config::{GateConfig, Mode};
 use crate::gate::{Decision, WAKE_SPREAD, decide, wake_delay, wake_list};
-use crate::ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite};
+use crate::ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
 use crate::model::{Load, LoadId, LoadKind, Phase};
 use crate::recount::RecountPolicy;
 
@@ -343,6 +343,9 @@ fn ts(ms: u64) -> Timestamp {
         .unwrap_or(epoch())
 }
 
+/// `idx` of a ledger write not made for one particular load.
+const NO_LOAD: usize = usize::MAX;
+
 /// Simulated time limit: a run stops after 7 simulated days.
 const TIME_CAP_MS: u64 = 7 * 24 * 3600 * 1000;
 
@@ -547,7 +550,9 @@ impl<'a> Sim<'a> {
     }
 
     fn wake(&mut self, node: usize) {
-        if self.mode == Mode::Velero {
+        // Velero only polls; in exact mode the node that frees a slot takes
+        // it (`plan_admissions`), the others poll.
+        if self.mode != Mode::Optimistic {
             return;
         }
         let n = &mut self.nodes[node];
@@ -658,7 +663,9 @@ impl<'a> Sim<'a> {
                 self.observe_ledger(node, rv, ledger.clone());
                 // Accept the load decided on, and wake the other admitted
                 // loads this node handles.
-                self.send_accept(node, idx);
+                if idx != NO_LOAD {
+                    self.send_accept(node, idx);
+                }
                 let mine: Vec<LoadId> = ledger
                     .admitted
                     .iter()
@@ -685,7 +692,11 @@ impl<'a> Sim<'a> {
                 ledger,
             } => {
                 self.observe_ledger(node, rv, ledger);
-                self.schedule_reconcile(node, idx, self.now);
+                if idx == NO_LOAD {
+                    self.take_freed_slots(node);
+                } else {
+                    self.schedule_reconcile(node, idx, self.now);
+                }
             }
             Ev::PrepDone(idx) => {
                 self.set_in_prep(idx, Phase::Prepared, true);
@@ -715,6 +726,13 @@ impl<'a> Sim<'a> {
         let node = self.loads[idx].exec_node;
         self.running[node] += 1;
         self.set_in_prep(idx, Phase::InProgress, false);
+        if self.mode == Mode::Exact {
+            // The node writing InProgress applies its own update at once and
+            // takes the freed slot.
+            let own = self.load_view(idx, node);
+            self.nodes[node].cache.apply(own);
+            self.take_freed_slots(node);
+        }
         let t = self.rng.range(self.s.transfer_ms.0, self.s.transfer_ms.1);
         self.push(self.now + t, Ev::Complete(idx));
     }
@@ -730,7 +748,32 @@ impl<'a> Sim<'a> {
         }
     }
 
+    fn take_freed_slots(&mut self, node: usize) {
+        let Some(limit) = self.config.enablement.limit() else {
+            return;
+        };
+        let n = &self.nodes[node];
+        let view = ExactView {
+            ledger: &n.ledger,
+            node: &n.name,
+        };
+        if let Some(write) = plan_admissions(limit, &n.cache, view, ts(self.now)) {
+            self.report.api_writes += 1;
+            self.push(
+                self.now + self.s.api_latency_ms,
+                Ev::LedgerCas {
+                    node,
+                    idx: NO_LOAD,
+                    write,
+                },
+            );
+        }
+    }
+
     fn occupy(&mut self, node: usize, idx: usize, until: u64) {
+        if idx == NO_LOAD {
+            return;
+        }
         let b = &mut self.nodes[node].busy_until[idx % 4];
         *b = (*b).max(until);
     }
