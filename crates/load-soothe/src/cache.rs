@@ -73,7 +73,9 @@ impl CountCache {
             loads: BTreeMap::new(),
             live: KindCounts::default(),
             cached: KindCounts::default(),
-            stale: [false; LoadKind::COUNT],
+            // Velero's change ids start at 1 and the cached ids at 0, so the
+            // first evaluation lists every kind (L3.9).
+            stale: [true; LoadKind::COUNT],
             waiting: BTreeSet::new(),
             in_preparation: BTreeSet::new(),
             reservations: BTreeSet::new(),
