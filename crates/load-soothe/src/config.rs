@@ -136,7 +136,9 @@ mod tests {
             Enablement::Disabled(DisabledBecause::Negative)
         );
         assert_eq!(
-            Enablement::from_prepare_queue_length(Some(2)).limit().map(Limit::get),
+            Enablement::from_prepare_queue_length(Some(2))
+                .limit()
+                .map(Limit::get),
             Some(2)
         );
     }

@@ -34,7 +34,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -188,7 +187,9 @@ impl Ledger {
 
     /// Reads the ledger from a ConfigMap's `data`. A missing map or key is
     /// an empty ledger. Entries are sorted on read.
-    pub fn from_config_map_data(data: Option<&BTreeMap<String, String>>) -> Result<Ledger, LedgerError> {
+    pub fn from_config_map_data(
+        data: Option<&BTreeMap<String, String>>,
+    ) -> Result<Ledger, LedgerError> {
         let Some(text) = data.and_then(|d| d.get(LEDGER_DATA_KEY)) else {
             return Ok(Ledger::empty());
         };
@@ -433,7 +434,11 @@ pub(crate) fn decide_exact(
     let (mut entries, removed) = split(ledger, cache);
     let mut admitted: Vec<LoadId> = ahead.iter().map(|k| k.id()).collect();
     admitted.push(load.id.clone());
-    entries.extend(admitted.iter().map(|id| LedgerEntry::new(id, now, view.node)));
+    entries.extend(
+        admitted
+            .iter()
+            .map(|id| LedgerEntry::new(id, now, view.node)),
+    );
     entries.sort_by(|a, b| a.id.cmp(&b.id));
     Decision::WriteLedger(LedgerWrite {
         expected_resource_version: snapshot.resource_version.clone(),
@@ -487,7 +492,11 @@ pub fn plan_admissions(
         return None;
     }
     let (mut entries, removed) = split(ledger, cache);
-    entries.extend(admitted.iter().map(|id| LedgerEntry::new(id, now, view.node)));
+    entries.extend(
+        admitted
+            .iter()
+            .map(|id| LedgerEntry::new(id, now, view.node)),
+    );
     entries.sort_by(|a, b| a.id.cmp(&b.id));
     Some(LedgerWrite {
         expected_resource_version: view.ledger.resource_version.clone(),

@@ -34,7 +34,9 @@ pub mod sim;
 
 pub use cache::{Applied, CountCache, WatchEvent};
 pub use config::{Enablement, GateConfig, HOLD_REQUEUE_AFTER, Limit, Mode};
-pub use gate::{Admission, Decision, Hold, HoldReason, NotGated, WAKE_SPREAD, decide, wake_delay, wake_list};
+pub use gate::{
+    Admission, Decision, Hold, HoldReason, NotGated, WAKE_SPREAD, decide, wake_delay, wake_list,
+};
 pub use ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
 pub use model::{FifoKey, KindCounts, Load, LoadId, LoadKind, Phase};
 pub use recount::{Recount, RecountPolicy};

@@ -141,7 +141,11 @@ impl Phase {
     pub fn is_past_preparation(self) -> bool {
         matches!(
             self,
-            Phase::InProgress | Phase::Canceling | Phase::Canceled | Phase::Completed | Phase::Failed
+            Phase::InProgress
+                | Phase::Canceling
+                | Phase::Canceled
+                | Phase::Completed
+                | Phase::Failed
         )
     }
 }

@@ -85,10 +85,10 @@ pub enum FixTrigger {
 /// The table: whether an event from `old` to `new` refreshes the count.
 /// `old == None` is a create, `new == None` a delete.
 pub fn recount(policy: RecountPolicy, old: Option<Observed>, new: Option<Observed>) -> Recount {
-    if let (Some(o), Some(n)) = (old, new) {
-        if let Some(trigger) = velero_trigger(o.phase, n.phase) {
-            return Recount::Velero(trigger);
-        }
+    if let (Some(o), Some(n)) = (old, new)
+        && let Some(trigger) = velero_trigger(o.phase, n.phase)
+    {
+        return Recount::Velero(trigger);
     }
     if policy == RecountPolicy::Velero {
         return Recount::No;

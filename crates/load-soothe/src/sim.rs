@@ -211,17 +211,23 @@ pub struct Report {
 impl Report {
     /// API writes per admitted load, in thousandths.
     pub fn writes_per_admitted_milli(&self) -> u64 {
-        (self.api_writes * 1000).checked_div(self.admitted).unwrap_or(0)
+        (self.api_writes * 1000)
+            .checked_div(self.admitted)
+            .unwrap_or(0)
     }
 
     /// API reads per admitted load, in thousandths.
     pub fn reads_per_admitted_milli(&self) -> u64 {
-        (self.api_reads * 1000).checked_div(self.admitted).unwrap_or(0)
+        (self.api_reads * 1000)
+            .checked_div(self.admitted)
+            .unwrap_or(0)
     }
 
     /// Gate evaluations per admitted load, in tenths.
     pub fn reconciles_per_admitted_tenths(&self) -> u64 {
-        (self.reconciles * 10).checked_div(self.admitted).unwrap_or(0)
+        (self.reconciles * 10)
+            .checked_div(self.admitted)
+            .unwrap_or(0)
     }
 }
 
@@ -279,13 +285,40 @@ pub fn run_all(scenarios: &[Scenario]) -> Vec<Report> {
 #[derive(Clone, Debug)]
 enum Ev {
     Create(usize),
-    DeliverLoad { node: usize, load: Load },
-    DeliverLedger { node: usize, rv: u64, ledger: Ledger },
-    Reconcile { node: usize, idx: usize },
-    Accept { idx: usize, rv: String },
-    LedgerCas { node: usize, idx: usize, write: LedgerWrite },
-    LedgerCasOk { node: usize, idx: usize, rv: u64, ledger: Ledger },
-    LedgerGetReply { node: usize, idx: usize, rv: u64, ledger: Ledger },
+    DeliverLoad {
+        node: usize,
+        load: Load,
+    },
+    DeliverLedger {
+        node: usize,
+        rv: u64,
+        ledger: Ledger,
+    },
+    Reconcile {
+        node: usize,
+        idx: usize,
+    },
+    Accept {
+        idx: usize,
+        rv: String,
+    },
+    LedgerCas {
+        node: usize,
+        idx: usize,
+        write: LedgerWrite,
+    },
+    LedgerCasOk {
+        node: usize,
+        idx: usize,
+        rv: u64,
+        ledger: Ledger,
+    },
+    LedgerGetReply {
+        node: usize,
+        idx: usize,
+        rv: u64,
+        ledger: Ledger,
+    },
     PrepDone(usize),
     Complete(usize),
 }
@@ -374,7 +407,12 @@ impl<'a> Sim<'a> {
                     LoadKind::PodVolumeBackup | LoadKind::PodVolumeRestore => Some(node),
                 };
                 ServerLoad {
-                    id: LoadId::new(kind, "velero", format!("load-{i:05}"), format!("uid-{i:05}")),
+                    id: LoadId::new(
+                        kind,
+                        "velero",
+                        format!("load-{i:05}"),
+                        format!("uid-{i:05}"),
+                    ),
                     created_ms,
                     phase: Phase::New,
                     label: false,
@@ -459,10 +497,7 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(mut self) -> Report {
-        self.report.overshoot = self
-            .report
-            .peak_in_preparation
-            .saturating_sub(self.s.limit);
+        self.report.overshoot = self.report.peak_in_preparation.saturating_sub(self.s.limit);
         self.report.mean_wait_ms = self.waits.checked_div(self.report.admitted).unwrap_or(0);
         self.report
     }
@@ -651,7 +686,15 @@ impl<'a> Sim<'a> {
                     let (rv, ledger) = self.ledger.clone().unwrap_or((0, Ledger::empty()));
                     let at = self.now + 3 * self.s.api_latency_ms;
                     self.occupy(node, idx, at);
-                    self.push(at, Ev::LedgerGetReply { node, idx, rv, ledger });
+                    self.push(
+                        at,
+                        Ev::LedgerGetReply {
+                            node,
+                            idx,
+                            rv,
+                            ledger,
+                        },
+                    );
                 }
             }
             Ev::LedgerCasOk {

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use load_soothe::{CountCache, KindCounts, Load, LoadId, LoadKind, Phase, RecountPolicy, WatchEvent};
+use load_soothe::{
+    CountCache, KindCounts, Load, LoadId, LoadKind, Phase, RecountPolicy, WatchEvent,
+};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ use std::collections::{HashSet, VecDeque};
 
 use jiff::Timestamp;
 use load_soothe::ledger::{
-    ExactView, Ledger, LedgerEntry, LedgerSnapshot, LEDGER_FORMAT_VERSION, plan_admissions,
+    ExactView, LEDGER_FORMAT_VERSION, Ledger, LedgerEntry, LedgerSnapshot, plan_admissions,
 };
 use load_soothe::{
     CountCache, Decision, GateConfig, Load, LoadId, LoadKind, Mode, Phase, RecountPolicy, decide,
@@ -82,7 +82,12 @@ fn now() -> Timestamp {
 }
 
 fn id(i: usize) -> LoadId {
-    LoadId::new(LoadKind::ALL[i % 4], "velero", format!("l{i}"), format!("u{i}"))
+    LoadId::new(
+        LoadKind::ALL[i % 4],
+        "velero",
+        format!("l{i}"),
+        format!("u{i}"),
+    )
 }
 
 fn to_load(i: usize, s: Obj) -> Option<Load> {
@@ -203,7 +208,10 @@ impl Model {
     }
 
     fn cas(&self, w: &mut World, g: usize, expected: &Option<String>, ledger: &Ledger) -> bool {
-        if w.ledger.as_ref().is_some_and(|l| l.rv >= self.max_ledger_writes) {
+        if w.ledger
+            .as_ref()
+            .is_some_and(|l| l.rv >= self.max_ledger_writes)
+        {
             return false;
         }
         let current = w.ledger.as_ref().map(|l| l.rv.to_string());
@@ -318,10 +326,11 @@ fn explore(model: &Model, max_states: usize) -> (usize, usize) {
             );
         }
         for a in &actions {
-            if let Some(next) = model.step(&w, *a) {
-                if seen.len() < max_states && seen.insert(next.clone()) {
-                    queue.push_back(next);
-                }
+            if let Some(next) = model.step(&w, *a)
+                && seen.len() < max_states
+                && seen.insert(next.clone())
+            {
+                queue.push_back(next);
             }
         }
     }

@@ -97,18 +97,30 @@ proptest! {
 #[test]
 fn recount_table_grid_snapshot() {
     let label_of = |p: Phase| matches!(p, Phase::Accepted | Phase::Prepared);
-    let mut rows: Vec<(String, Option<(Phase, bool)>)> = vec![("(absent)".to_owned(), None)];
+    let short = |p: Phase| match p {
+        Phase::New => "New",
+        Phase::Accepted => "Acc",
+        Phase::Prepared => "Prep",
+        Phase::InProgress => "InPr",
+        Phase::Canceling => "Cing",
+        Phase::Canceled => "Cncl",
+        Phase::Completed => "Comp",
+        Phase::Failed => "Fail",
+        Phase::Unrecognized => "Unrc",
+    };
+    type Row<'a> = (String, &'a str, Option<(Phase, bool)>);
+    let mut rows: Vec<Row> = vec![("(absent)".to_owned(), "abs", None)];
     for p in Phase::ALL {
-        rows.push((format!("{p:?}"), Some((p, label_of(p)))));
+        rows.push((format!("{p:?}"), short(p), Some((p, label_of(p)))));
     }
     let mut out = String::from("old \\ new      ");
-    for (name, _) in &rows {
-        out.push_str(&format!(" {:>4}", &name[..name.len().min(4)]));
+    for (_, name, _) in &rows {
+        out.push_str(&format!(" {name:>4}"));
     }
     out.push('\n');
-    for (oname, old) in &rows {
+    for (oname, _, old) in &rows {
         out.push_str(&format!("{oname:<14}"));
-        for (_, new) in &rows {
+        for (_, _, new) in &rows {
             let cell = if old.is_none() && new.is_none() {
                 "-"
             } else {

@@ -8,12 +8,24 @@ use load_soothe::{LoadKind, Mode};
 fn small_scenarios() -> Vec<Scenario> {
     let mut v = Vec::new();
     for nodes in [1, 4, 12] {
-        let mut s = Scenario::new(&format!("burst {nodes}n"), nodes, 120, 6, Arrival::Burst { gap_ms: 1 });
+        let mut s = Scenario::new(
+            &format!("burst {nodes}n"),
+            nodes,
+            120,
+            6,
+            Arrival::Burst { gap_ms: 1 },
+        );
         s.prep_ms = (2_000, 6_000);
         s.transfer_ms = (2_000, 8_000);
         s.per_node_concurrency = 4;
         v.push(s);
-        let mut s = Scenario::new(&format!("steady {nodes}n"), nodes, 60, 4, Arrival::Steady { every_ms: 300 });
+        let mut s = Scenario::new(
+            &format!("steady {nodes}n"),
+            nodes,
+            60,
+            4,
+            Arrival::Steady { every_ms: 300 },
+        );
         s.prep_ms = (2_000, 6_000);
         s.transfer_ms = (2_000, 8_000);
         v.push(s);
@@ -26,17 +38,31 @@ fn exact_never_overshoots_and_optimistic_stays_within_nodes_times_kinds() {
     for s in small_scenarios() {
         for mode in [Mode::Velero, Mode::Optimistic, Mode::Exact] {
             let r = run(&s, mode);
-            assert_eq!(r.completed, u64::from(s.loads), "{} {mode:?}: {r:?}", s.name);
+            assert_eq!(
+                r.completed,
+                u64::from(s.loads),
+                "{} {mode:?}: {r:?}",
+                s.name
+            );
             assert_eq!(r.admitted, u64::from(s.loads), "{} {mode:?}", s.name);
             match mode {
                 Mode::Exact => {
                     assert_eq!(r.overshoot, 0, "{} exact: {r:?}", s.name);
                     assert_eq!(r.accepted_outside_ledger, 0, "{}", s.name);
-                    assert_eq!(r.peak_in_preparation, s.limit, "{}: the limit is reached", s.name);
+                    assert_eq!(
+                        r.peak_in_preparation, s.limit,
+                        "{}: the limit is reached",
+                        s.name
+                    );
                 }
                 Mode::Optimistic => {
                     let bound = u64::from(s.nodes) * LoadKind::COUNT as u64;
-                    assert!(r.overshoot <= bound, "{} optimistic: {} > {bound}", s.name, r.overshoot);
+                    assert!(
+                        r.overshoot <= bound,
+                        "{} optimistic: {} > {bound}",
+                        s.name,
+                        r.overshoot
+                    );
                     if s.nodes == 1 {
                         // One gate remembers its own admissions: no overshoot.
                         assert_eq!(r.overshoot, 0, "{}", s.name);
