@@ -21,6 +21,10 @@
 //! (enablement, L3.8), [`recount`] (the transition table, L3.12), [`cache`]
 //! (the count cache), [`gate`] (the decision), [`ledger`] (exact mode),
 //! [`sim`] (discrete-event simulation of a cluster).
+//!
+//! `docs/load-soothe.md` explains the modes, the controller integration step
+//! by step, and how to choose `prepareQueueLength`, with the simulation's
+//! numbers.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
