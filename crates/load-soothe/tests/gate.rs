@@ -306,3 +306,66 @@ fn hold_reasons_read_well() {
         .collect();
     insta::assert_snapshot!(text.join("\n"));
 }
+
+#[test]
+fn a_reservation_lasts_until_the_view_shows_the_load_leave_new() {
+    let config = GateConfig::new(Some(1), Mode::Optimistic);
+    let (mut cache, all) = build(Mode::Optimistic, &[(Phase::New, 0), (Phase::New, 1)]);
+    assert!(matches!(
+        decide(&config, &mut cache, None, &all[0], t(2)),
+        Decision::Admit(_)
+    ));
+    assert_eq!(cache.reservation_count(), 1);
+    // The second load is held by the reservation although the view still
+    // shows nothing in preparation.
+    let d = decide(&config, &mut cache, None, &all[1], t(2));
+    assert!(
+        matches!(d, Decision::Hold(ref h) if matches!(h.reason, HoldReason::QueueFull { reserved: 1, .. })),
+        "{d:?}"
+    );
+    // The watch shows the first load accepted: the reservation becomes a count.
+    cache.apply(load(0, Phase::Accepted, 0));
+    assert_eq!(cache.reservation_count(), 0);
+    assert_eq!(cache.counts().total(), 1);
+    // It completes: the slot frees and the second load is next.
+    let applied = cache.apply(load(0, Phase::Completed, 0));
+    assert!(applied.slot_freed);
+    assert_eq!(
+        load_soothe::wake_list(&config, &mut cache, None),
+        vec![all[1].id.clone()]
+    );
+    assert!(matches!(
+        decide(&config, &mut cache, None, &all[1], t(3)),
+        Decision::Admit(_)
+    ));
+    // A failed accept releases the reservation.
+    assert!(cache.release(&all[1].id));
+    assert_eq!(cache.reservation_count(), 0);
+}
+
+#[test]
+fn loads_handled_elsewhere_count_but_do_not_queue_here() {
+    let mut cache = CountCache::new(RecountPolicy::Fixed);
+    let mut other_prep = load(0, Phase::Prepared, 0);
+    other_prep.handled_here = false;
+    let mut other_new = load(1, Phase::New, 0);
+    other_new.handled_here = false;
+    cache.apply(other_prep);
+    cache.apply(other_new);
+    assert_eq!(cache.counts().total(), 1);
+    assert_eq!(cache.waiting_len(), 0);
+    // A local load created later is at the head of this node's queue.
+    let mine = load(2, Phase::New, 5);
+    cache.apply(mine.clone());
+    let d = decide(
+        &GateConfig::new(Some(2), Mode::Optimistic),
+        &mut cache,
+        None,
+        &mine,
+        t(6),
+    );
+    assert!(
+        matches!(d, Decision::Admit(a) if a.ahead == 0 && a.occupied == 1),
+        "{d:?}"
+    );
+}
