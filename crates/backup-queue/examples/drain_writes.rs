@@ -4,16 +4,18 @@
 //! The queue is the benchmark workload (`benches/support/workload.rs`):
 //! Q queued backups over 5,000 namespaces, `--concurrent-backups=8`,
 //! nothing running. Repeatedly: plan and apply, then the backup that
-//! started first completes. For Q = 10,000 the reference model is too slow;
-//! Velero's count is then computed from the planner's dequeue sequence with
-//! Velero's rule (each dequeue = 1 write + 1 per other Queued backup).
+//! started first completes. The reference model is slow (it replays
+//! Velero's reconciles), so by default it runs only up to Q = 100; Velero's
+//! count is also computed from the planner's dequeue sequence with Velero's
+//! rule (each dequeue = 1 write + 1 per other Queued backup, W4.3).
 //!
-//! Run with `cargo run --release -p backup-queue --example drain_writes [Q...]`.
+//! Run with `cargo run --release -p backup-queue --example drain_writes --
+//! [--reference-max N] [Q...]`.
 
 #[path = "../benches/support/workload.rs"]
 mod workload;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use backup_queue::{Phase, QueueEvent, QueueInput, QueueState, reference};
@@ -27,6 +29,12 @@ struct Drain {
 /// Drains with the incremental planner (one event per completion).
 fn drain_planner(input: &QueueInput) -> Drain {
     let mut snapshot = input.clone();
+    let index: HashMap<String, usize> = snapshot
+        .backups
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.name.clone(), i))
+        .collect();
     let mut state = QueueState::from_input(input);
     let mut running: VecDeque<String> = VecDeque::new();
     let mut d = Drain {
@@ -50,11 +58,7 @@ fn drain_planner(input: &QueueInput) -> Drain {
         }
         d.writes += p.writes.len() as u64;
         for w in &p.writes {
-            let b = snapshot
-                .backups
-                .iter_mut()
-                .find(|b| *b.name == *w.backup)
-                .unwrap();
+            let b = &mut snapshot.backups[index[&*w.backup]];
             b.phase = w.change.phase();
             b.queue_position = w.change.queue_position();
             state.apply(QueueEvent::UpsertBackup(b.clone()));
@@ -62,11 +66,7 @@ fn drain_planner(input: &QueueInput) -> Drain {
         let Some(done) = running.pop_front() else {
             break;
         };
-        let b = snapshot
-            .backups
-            .iter_mut()
-            .find(|b| b.name == done)
-            .unwrap();
+        let b = &mut snapshot.backups[index[&done]];
         b.phase = Phase::Other;
         state.apply(QueueEvent::UpsertBackup(b.clone()));
         d.steps += 1;
@@ -107,10 +107,21 @@ fn drain_reference(input: &QueueInput) -> u64 {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("Q must be a number"))
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `--reference-max N`: run the (slow) reference model up to Q = N.
+    let mut reference_max = 100;
+    let mut sizes = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--reference-max" {
+            reference_max = it
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("--reference-max N");
+        } else {
+            sizes.push(a.parse::<usize>().expect("Q must be a number"));
+        }
+    }
     let sizes = if sizes.is_empty() {
         vec![100, 1_000, 10_000]
     } else {
@@ -125,7 +136,7 @@ fn main() {
         let t = Instant::now();
         let d = drain_planner(&input);
         let planner_time = t.elapsed();
-        let reference = if q <= 1_000 {
+        let reference = if q <= reference_max {
             Some(drain_reference(&input))
         } else {
             None
