@@ -442,3 +442,37 @@ async fn another_writer_of_queue_positions_is_reported_loudly() {
     assert_eq!(ctl.metrics.foreign_queue_writers.get(), 1);
     ctl.stop().await;
 }
+
+#[tokio::test]
+async fn a_dequeue_planned_from_a_stale_version_is_refused_and_replanned() {
+    let fake = FakeApi::new();
+    seed_namespaces(&fake, ["a", "b"].map(String::from));
+    seed_backup(&fake, backup("running", &["a"], 1, "InProgress", 0));
+    seed_backup(&fake, backup("queued", &["b"], 2, "Queued", 1));
+    let checker = InvariantChecker::start(&fake, 2);
+    // Hold the dequeue of `queued` in flight long enough to change it.
+    fake.inject(
+        Fault::latency(Duration::from_millis(400))
+            .on_verb(Verb::Patch)
+            .on_name("queued")
+            .times(1),
+    );
+    let ctl = start(fake.client(), config(2));
+    eventually("the dequeue is planned", 10, || {
+        ctl.metrics.controller.reconciles.get() >= 1
+    })
+    .await;
+    // Meanwhile the user widens the backup so that it overlaps `running`.
+    fake.modify_value(&id_of::<Backup>(), Some(NS), "queued", |v| {
+        v["spec"]["includedNamespaces"] = json!(["a", "b"]);
+    })
+    .unwrap();
+    eventually("re-planned: it waits for `running`", 10, || {
+        annotation(&fake, "queued").is_some_and(|r| r.contains("backup running"))
+    })
+    .await;
+    assert_eq!(phases(&fake)["queued"], ("Queued".to_owned(), 1));
+    assert!(ctl.metrics.conflicts.get() >= 1);
+    ctl.stop().await;
+    checker.assert_clean();
+}
