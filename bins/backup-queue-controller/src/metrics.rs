@@ -90,3 +90,25 @@ impl Metrics {
         m
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_are_stable() {
+        let mut registry = Registry::default();
+        let m = Metrics::register(&mut registry);
+        m.controller.record_error(&crate::ErrorKindLabel::Conflict);
+        let text = controller_kit::metrics::encode(&registry).unwrap();
+        let mut names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .collect();
+        names.sort_unstable();
+        insta::assert_snapshot!(names.join("\n"));
+        assert!(
+            text.contains("backup_queue_controller_reconcile_errors_total{kind=\"conflict\"} 1")
+        );
+    }
+}

@@ -476,3 +476,36 @@ async fn a_dequeue_planned_from_a_stale_version_is_refused_and_replanned() {
     ctl.stop().await;
     checker.assert_clean();
 }
+
+#[tokio::test]
+async fn losing_the_lease_stops_the_controller_with_a_non_zero_exit() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let fake = FakeApi::new();
+    seed_design_scenario(&fake);
+    let mut cfg = config(2);
+    cfg.leader = Some(lease("replica-a"));
+    let ctl = start(fake.client(), cfg);
+    eventually("design steady state", 10, || {
+        phases(&fake) == design_steady_state()
+    })
+    .await;
+    // Another replica takes the Lease over (e.g. after a long GC pause).
+    fake.modify_value(
+        &id_of::<Lease>(),
+        Some(NS),
+        "backup-queue-controller",
+        |v| {
+            v["spec"]["holderIdentity"] = json!("replica-b");
+            v["spec"]["renewTime"] = json!(jiff::Timestamp::now().to_string());
+            v["spec"]["leaseDurationSeconds"] = json!(30);
+        },
+    )
+    .expect("the Lease exists");
+    let reason = tokio::time::timeout(Duration::from_secs(15), ctl.task)
+        .await
+        .expect("stops after losing the Lease")
+        .unwrap()
+        .unwrap();
+    assert_eq!(reason, controller_kit::ShutdownReason::LeaseLost);
+    assert_eq!(reason.exit_code(), 2);
+}
