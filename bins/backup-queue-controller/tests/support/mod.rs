@@ -209,18 +209,32 @@ impl InvariantChecker {
             let seen_events = seen_events.clone();
             async move {
                 let mut state: BTreeMap<String, Backup> = BTreeMap::new();
+                let mut relist: Option<BTreeMap<String, Backup>> = None;
                 let mut stream = watcher(api, watcher::Config::default())
                     .default_backoff()
                     .boxed();
                 while let Some(event) = stream.next().await {
                     match event {
-                        Ok(watcher::Event::Apply(b) | watcher::Event::InitApply(b)) => {
+                        Ok(watcher::Event::Init) => {
+                            relist = Some(BTreeMap::new());
+                            continue;
+                        }
+                        Ok(watcher::Event::InitApply(b)) => {
+                            if let Some(r) = relist.as_mut() {
+                                r.insert(b.metadata.name.clone().unwrap(), b);
+                            }
+                            continue;
+                        }
+                        Ok(watcher::Event::InitDone) => {
+                            state = relist.take().unwrap_or_default();
+                        }
+                        Ok(watcher::Event::Apply(b)) => {
                             state.insert(b.metadata.name.clone().unwrap(), b);
                         }
                         Ok(watcher::Event::Delete(b)) => {
                             state.remove(b.metadata.name.as_deref().unwrap());
                         }
-                        _ => continue,
+                        Err(_) => continue,
                     }
                     *seen_events.lock().unwrap() += 1;
                     if let Some(v) = check(&state, limit) {
@@ -282,6 +296,19 @@ fn check(state: &BTreeMap<String, Backup>, limit: usize) -> Option<String> {
         }
     }
     None
+}
+
+/// No backup is `New`, positions are dense and no queued backup could
+/// start (all `limit` slots are taken or nothing is queued).
+pub fn queue_settled(fake: &FakeApi, limit: usize) -> bool {
+    let p = phases(fake);
+    let new = p.values().any(|(ph, _)| ph == "New");
+    let active = p
+        .values()
+        .filter(|(ph, _)| ph == "ReadyToStart" || ph == "InProgress")
+        .count();
+    let queued = p.values().any(|(ph, _)| ph == "Queued");
+    !new && positions_are_dense(fake) && (active == limit || !queued)
 }
 
 /// Queued backups have dense, distinct positions 1..n.
