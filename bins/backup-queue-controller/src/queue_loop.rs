@@ -454,7 +454,9 @@ impl QueueLoop {
         out
     }
 
-    async fn patch(&self, write: &BackupWrite) -> Result<(), kube::Error> {
+    /// Sends the write; returns the resourceVersion its last patch was
+    /// conditioned on (the watch shows a newer one once it is visible).
+    async fn patch(&self, write: &BackupWrite) -> Result<Option<String>, kube::Error> {
         let params = PatchParams {
             field_manager: Some(CONTROLLER_NAME.into()),
             ..PatchParams::default()
@@ -463,7 +465,7 @@ impl QueueLoop {
             self.backups_api
                 .patch(&write.backup, &params, &Patch::Merge(write.object_patch()))
                 .await?;
-            return Ok(());
+            return Ok(write.resource_version.clone());
         }
         let (status, _) = write.subresource_patches(None);
         let mut after = write.resource_version.clone();
@@ -474,12 +476,14 @@ impl QueueLoop {
                 .await?;
             after = written.resource_version();
         }
+        let mut conditioned_on = write.resource_version.clone();
         if let (_, Some(annotation)) = write.subresource_patches(after.as_deref()) {
             self.backups_api
                 .patch(&write.backup, &params, &Patch::Merge(annotation))
                 .await?;
+            conditioned_on = after;
         }
-        Ok(())
+        Ok(conditioned_on)
     }
 
     async fn execute(&mut self, write: &BackupWrite) -> Outcome {
@@ -490,12 +494,10 @@ impl QueueLoop {
             return Outcome::Done;
         }
         match self.patch(write).await {
-            Ok(()) => {
+            Ok(conditioned_on) => {
                 tracing::info!(backup = %write.backup, change = change.as_deref().unwrap_or("none"), "wrote");
-                self.settling.insert(
-                    write.backup.clone(),
-                    (write.resource_version.clone(), Instant::now()),
-                );
+                self.settling
+                    .insert(write.backup.clone(), (conditioned_on, Instant::now()));
                 self.record_success(write);
                 Outcome::Done
             }

@@ -58,6 +58,7 @@ async fn design_scenario_with_concurrency_2_converges_to_the_expected_phases_and
     })
     .await;
     assert_eq!(ctl.metrics.dequeues.get(), 1);
+    assert_eq!(ctl.metrics.conflicts.get(), 0);
     assert_eq!(ctl.metrics.active_backups.get(), 2);
     assert_eq!(ctl.metrics.controller.queue_depth.get(), 3);
     // Only status and our annotation were written: the spec is intact.
@@ -407,6 +408,8 @@ async fn with_a_status_subresource_status_goes_to_status_and_the_reason_to_the_o
             .iter()
             .all(|r| r.field_manager.as_deref() == Some("backup-queue-controller"))
     );
+    // It plans only from what the watch showed after its own writes: no 409s.
+    assert_eq!(ctl.metrics.conflicts.get(), 0);
     ctl.stop().await;
 
     // Forcing the object mode on such a CRD would lose the status; `auto`
@@ -510,4 +513,28 @@ async fn losing_the_lease_stops_the_controller_with_a_non_zero_exit() {
         .unwrap();
     assert_eq!(reason, controller_kit::ShutdownReason::LeaseLost);
     assert_eq!(reason.exit_code(), 2);
+}
+
+#[tokio::test]
+async fn an_invalid_namespace_filter_is_reported_and_queued_as_covering_everything() {
+    let fake = FakeApi::new();
+    seed_namespaces(&fake, ["a", "b"].map(String::from));
+    seed_backup(&fake, backup("running", &["a"], 1, "InProgress", 0));
+    seed_backup(&fake, backup("broken", &["b{x,y}"], 2, "", 0));
+    let ctl = start(fake.client(), config(2));
+    eventually(
+        "queued behind the running backup, with a warning",
+        10,
+        || {
+            phases(&fake)["broken"] == ("Queued".to_owned(), 1)
+                && events(&fake).iter().any(|(o, r, n)| {
+                    o == "broken"
+                        && r == "InvalidNamespaceFilter"
+                        && n.contains("spec.includedNamespaces[0]")
+                })
+        },
+    )
+    .await;
+    assert!(annotation(&fake, "broken").is_some_and(|r| r.contains("backup running")));
+    ctl.stop().await;
 }
