@@ -538,3 +538,61 @@ async fn an_invalid_namespace_filter_is_reported_and_queued_as_covering_everythi
     assert!(annotation(&fake, "broken").is_some_and(|r| r.contains("backup running")));
     ctl.stop().await;
 }
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    (status, response)
+}
+
+#[tokio::test]
+async fn serves_metrics_health_and_readiness() {
+    let fake = FakeApi::new();
+    seed_design_scenario(&fake);
+    // Find a free port (the server binds it again right away).
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = config(2);
+    cfg.metrics_addr = Some(addr);
+    // Keep the watches from listing until the test has seen /readyz say no.
+    let slow = fake.inject(Fault::latency(Duration::from_millis(1500)).on_verb(Verb::List));
+    let ctl = start(fake.client(), cfg);
+    let mut health = None;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            health = Some(http_get(addr, "/healthz").await);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(health.expect("server up").0, 200);
+    assert_eq!(
+        http_get(addr, "/readyz").await.0,
+        503,
+        "not ready before the lists"
+    );
+    fake.remove_fault(slow);
+    eventually("design steady state", 10, || {
+        phases(&fake) == design_steady_state()
+    })
+    .await;
+    assert_eq!(http_get(addr, "/readyz").await.0, 200);
+    let (status, body) = http_get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("backup_queue_controller_dequeues_total 1"),
+        "{body}"
+    );
+    assert!(
+        body.contains("backup_queue_controller_active_backups 2"),
+        "{body}"
+    );
+    ctl.stop().await;
+}
