@@ -413,3 +413,57 @@ async fn dry_run_writes_nothing() {
         stop(replicas).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exact_mode_keeps_the_limit_through_conflicts_server_errors_and_dropped_watches() {
+    use kube_fake_api::{Fault, Verb};
+    let api = FakeApi::new();
+    api.seed(&node_agent_cm(5)).unwrap();
+    // Accepts and ledger writes fail now and then; watches are cut.
+    api.inject(
+        Fault::conflict()
+            .on_verb(Verb::Patch)
+            .on_resource("datauploads")
+            .times(15),
+    );
+    api.inject(
+        Fault::internal_error()
+            .on_verb(Verb::Patch)
+            .on_resource("configmaps")
+            .times(10),
+    );
+    api.inject(
+        Fault::internal_error()
+            .on_verb(Verb::Patch)
+            .on_resource("datauploads")
+            .times(10),
+    );
+    let stats = Arc::new(Stats::default());
+    let mover = data_mover(&api, stats.clone(), Some(Duration::from_millis(5)));
+    let replicas: Vec<Replica> = (0..3)
+        .map(|i| start(&api, config(&format!("replica-{i}"), GateMode::Exact)))
+        .collect();
+    seed_burst(&api, 60);
+    eventually("20 loads completed", Duration::from_secs(30), || {
+        stats.completed.load(Ordering::SeqCst) >= 20
+    })
+    .await;
+    api.drop_watches();
+    eventually("all 60 loads completed", Duration::from_secs(30), || {
+        stats.completed.load(Ordering::SeqCst) == 60
+    })
+    .await;
+    let max = stats.max_in_preparation.load(Ordering::SeqCst);
+    assert!(
+        max <= 5,
+        "{max} loads in preparation with prepareQueueLength 5"
+    );
+    assert!(
+        api.requests()
+            .iter()
+            .any(|r| r.injected && r.is(Verb::Patch, "datauploads")),
+        "faults were exercised"
+    );
+    stop(replicas).await;
+    mover.abort();
+}
