@@ -525,6 +525,17 @@ impl State {
                 ahead += 1;
             }
         }
+        // Tombstones only matter for ledger entries (exact mode); without
+        // this they would grow with every deleted load.
+        match &self.ledger {
+            LedgerState::Valid(snapshot) if self.config.mode == GateMode::Exact => {
+                let listed = snapshot.ledger.ids();
+                self.cache.retain_tombstones(|id| listed.contains(id));
+            }
+            LedgerState::Invalid(_) | LedgerState::Unread
+                if self.config.mode == GateMode::Exact => {}
+            _ => self.cache.retain_tombstones(|_| false),
+        }
         self.held
             .retain(|id, _| self.cache.get(id).is_some_and(Load::is_queued_here));
         self.would_admit
