@@ -467,3 +467,55 @@ async fn exact_mode_keeps_the_limit_through_conflicts_server_errors_and_dropped_
     stop(replicas).await;
     mover.abort();
 }
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn metrics_report_preparation_admissions_holds_and_the_limit() {
+    let api = FakeApi::new();
+    api.seed(&node_agent_cm(2)).unwrap();
+    seed_burst(&api, 5);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut c = config("n1", GateMode::Exact);
+    c.metrics_addr = Some(addr);
+    let replicas = vec![start(&api, c)];
+    eventually("2 accepted", Duration::from_secs(10), || {
+        count_phase(&api, "Accepted") == 2
+    })
+    .await;
+    // Let a pass see its own accepts in the gauges.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(http_get(addr, "/readyz").await.starts_with("HTTP/1.0 200"));
+    let metrics = http_get(addr, "/metrics").await;
+    for needle in [
+        "load_soothe_controller_admitted_total{kind=\"DataUpload\"} 2",
+        "load_soothe_controller_loads_in_preparation 2",
+        "load_soothe_controller_prepare_queue_limit 2",
+        "load_soothe_controller_held_loads 3",
+        "load_soothe_controller_holds_total{reason=\"LedgerFull\"} 3",
+        "load_soothe_controller_wait_seconds_count 2",
+        "load_soothe_controller_queue_depth 3",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing in\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("load_soothe_controller_ledger_writes_total 0"),
+        "{metrics}"
+    );
+    stop(replicas).await;
+}
