@@ -1,0 +1,117 @@
+//! The resolved configuration of one controller instance.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use load_soothe::Mode;
+
+/// How the gate decides (a subset of [`load_soothe::Mode`]: Velero's own
+/// behaviour is not offered, it is what this controller replaces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateMode {
+    /// Each replica decides on its own watch view and remembers its own
+    /// admissions; no API object besides the loads is written. Soft limit:
+    /// `replicas × prepareQueueLength` at worst.
+    Optimistic,
+    /// Admission through the shared ledger ConfigMap, written with
+    /// compare-and-swap: never more than `prepareQueueLength` in
+    /// preparation, however many replicas run.
+    Exact,
+}
+
+impl GateMode {
+    /// The `load-soothe` mode.
+    pub fn mode(self) -> Mode {
+        match self {
+            GateMode::Optimistic => Mode::Optimistic,
+            GateMode::Exact => Mode::Exact,
+        }
+    }
+
+    /// The flag value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateMode::Optimistic => "optimistic",
+            GateMode::Exact => "exact",
+        }
+    }
+}
+
+/// Everything [`crate::run`] needs besides the client and the shutdown token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Velero's namespace: the loads, the node-agent ConfigMap and the ledger
+    /// live there.
+    pub namespace: String,
+    /// This instance's identity: written to `status.acceptedByNode` and to
+    /// the ledger's `admittedBy`. Must differ between replicas.
+    pub node: String,
+    /// Data mover names (`spec.datamover`) whose loads this instance
+    /// accepts. `velero` also matches an absent or empty `spec.datamover`
+    /// (Velero's built-in data mover).
+    pub datamovers: BTreeSet<String>,
+    /// Decision mode.
+    pub mode: GateMode,
+    /// Name of Velero's node-agent ConfigMap (`--node-agent-configmap`).
+    pub node_agent_config_map: String,
+    /// Name of the ledger ConfigMap (exact mode).
+    pub ledger_config_map: String,
+    /// Decide and log, write nothing (no accepts, no ledger, no Events).
+    pub dry_run: bool,
+    /// Delay before held loads are decided again when nothing changes
+    /// (Velero: 5 s, L3.13).
+    pub requeue_after: Duration,
+    /// Exact mode: how often ledger entries whose load this instance never
+    /// saw are checked with a GET (and dropped if the load is gone).
+    pub confirm_interval: Duration,
+    /// Address of `/metrics`, `/healthz`, `/readyz`; `None`: no server.
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+impl Config {
+    /// A configuration with the defaults of the flags.
+    pub fn new(namespace: &str, node: &str, datamovers: &[&str], mode: GateMode) -> Config {
+        Config {
+            namespace: namespace.to_owned(),
+            node: node.to_owned(),
+            datamovers: datamovers.iter().map(|s| (*s).to_owned()).collect(),
+            mode,
+            node_agent_config_map: DEFAULT_NODE_AGENT_CONFIG_MAP.to_owned(),
+            ledger_config_map: load_soothe::ledger::DEFAULT_LEDGER_NAME.to_owned(),
+            dry_run: false,
+            requeue_after: load_soothe::HOLD_REQUEUE_AFTER,
+            confirm_interval: Duration::from_secs(60),
+            metrics_addr: None,
+        }
+    }
+
+    /// Whether a load with this `spec.datamover` is handled here.
+    pub fn handles(&self, datamover: Option<&str>) -> bool {
+        let name = match datamover {
+            None | Some("") => "velero",
+            Some(name) => name,
+        };
+        self.datamovers.contains(name)
+    }
+}
+
+/// Default name of the node-agent ConfigMap (the name Velero's docs use).
+pub const DEFAULT_NODE_AGENT_CONFIG_MAP: &str = "node-agent-config";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn velero_matches_absent_and_empty_datamover_only_when_configured() {
+        let c = Config::new("velero", "n1", &["velero"], GateMode::Exact);
+        assert!(c.handles(None));
+        assert!(c.handles(Some("")));
+        assert!(!c.handles(Some("acme")));
+        let c = Config::new("velero", "n1", &["acme"], GateMode::Exact);
+        assert!(!c.handles(None));
+        assert!(c.handles(Some("acme")));
+        assert!(!c.handles(Some("Acme")));
+    }
+}

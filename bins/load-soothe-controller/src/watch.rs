@@ -1,0 +1,110 @@
+//! Watch tasks: one per load kind and one per ConfigMap, all feeding one
+//! channel of [`Input`]s that the decision loop owns.
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use load_soothe::{Load, LoadId, LoadKind};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::config::Config;
+use crate::loads::{LoadObject, observe};
+
+/// What the watches report.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A load was created or changed.
+    Apply(Load),
+    /// A load was deleted.
+    Delete(LoadId),
+    /// A (re-)list of one kind finished: the complete set of that kind.
+    Resync(LoadKind, Vec<Load>),
+    /// The node-agent ConfigMap as it is now (`None`: absent).
+    NodeAgentConfig(Option<ConfigMap>),
+    /// The ledger ConfigMap as it is now (`None`: absent).
+    Ledger(Option<ConfigMap>),
+    /// A watch failed (it retries with backoff).
+    WatchError(String),
+}
+
+/// Which ConfigMap a watch follows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Watched {
+    NodeAgentConfig,
+    Ledger,
+}
+
+pub(crate) fn spawn_load_watch<K: LoadObject>(
+    client: kube::Client,
+    config: Config,
+    tx: UnboundedSender<Input>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<K> = Api::namespaced(client, &config.namespace);
+        let mut stream =
+            std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+        let mut buffer: Vec<Load> = Vec::new();
+        while let Some(event) = stream.next().await {
+            let input = match event {
+                Ok(Event::Apply(obj)) => Input::Apply(observe(&obj, &config)),
+                Ok(Event::Delete(obj)) => Input::Delete(observe(&obj, &config).id),
+                Ok(Event::Init) => {
+                    buffer.clear();
+                    continue;
+                }
+                Ok(Event::InitApply(obj)) => {
+                    buffer.push(observe(&obj, &config));
+                    continue;
+                }
+                Ok(Event::InitDone) => Input::Resync(K::KIND, std::mem::take(&mut buffer)),
+                Err(e) => Input::WatchError(format!("{} watch: {e}", K::KIND)),
+            };
+            if tx.send(input).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+pub(crate) fn spawn_config_map_watch(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+    which: Watched,
+    tx: UnboundedSender<Input>,
+) -> tokio::task::JoinHandle<()> {
+    let api: Api<ConfigMap> = Api::namespaced(client, namespace);
+    let selector = format!("metadata.name={name}");
+    let what = name.to_owned();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(
+            watcher::watcher(api, watcher::Config::default().fields(&selector)).default_backoff()
+        );
+        let mut buffer: Option<ConfigMap> = None;
+        let wrap = |cm: Option<ConfigMap>| match which {
+            Watched::NodeAgentConfig => Input::NodeAgentConfig(cm),
+            Watched::Ledger => Input::Ledger(cm),
+        };
+        while let Some(event) = stream.next().await {
+            let input = match event {
+                Ok(Event::Apply(cm)) => wrap(Some(cm)),
+                Ok(Event::Delete(_)) => wrap(None),
+                Ok(Event::Init) => {
+                    buffer = None;
+                    continue;
+                }
+                Ok(Event::InitApply(cm)) => {
+                    buffer = Some(cm);
+                    continue;
+                }
+                Ok(Event::InitDone) => wrap(buffer.take()),
+                Err(e) => Input::WatchError(format!("ConfigMap {what} watch: {e}")),
+            };
+            if tx.send(input).is_err() {
+                return;
+            }
+        }
+    })
+}
