@@ -1,0 +1,562 @@
+//! The watch-driven loop: reflectors feed snapshots to the pure planner and
+//! audit; this module carries out their plans (Node patches, Events, the
+//! status ConfigMap).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anti_affinity_placement::labels::{NodeLabelPlan, audit};
+use controller_kit::Shutdown;
+use controller_kit::events::EventPublisher;
+use controller_kit::server::Readiness;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Pod};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::cli::{CONTROLLER_NAME, Config, HostSource, STATUS_DATA_KEY};
+use crate::error::Error;
+use crate::metrics::Metrics;
+use crate::report::{self, StatusSummary};
+use crate::source::{self, Machine};
+
+/// Attempts per Node patch when the API answers 409.
+const PATCH_ATTEMPTS: u32 = 5;
+/// Wait before retrying a pass that failed.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// A watcher error, counted with a bounded kind.
+struct WatchError;
+impl controller_kit::metrics::ErrorKind for WatchError {
+    fn kind(&self) -> &'static str {
+        "watch"
+    }
+}
+
+fn spawn_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    notify: Arc<Notify>,
+    metrics: Metrics,
+    shutdown: Shutdown,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config).default_backoff().reflect(writer);
+    let handle = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        let stop = shutdown.signalled();
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            tokio::select! {
+                event = stream.next() => match event {
+                    Some(Ok(_)) => notify.notify_one(),
+                    Some(Err(error)) => {
+                        tracing::warn!(kind = %K::kind(&()), %error, "watch failed; retrying with backoff");
+                        metrics.controller.record_error(&WatchError);
+                    }
+                    None => return,
+                },
+                () = &mut stop => return,
+            }
+        }
+    });
+    (reader, handle)
+}
+
+enum HostStore {
+    Machines(Store<Machine>),
+    Inventory {
+        store: Store<ConfigMap>,
+        key: String,
+    },
+}
+
+struct Stores {
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    hosts: HostStore,
+}
+
+impl Stores {
+    async fn wait_until_ready(&self) -> bool {
+        let hosts = match &self.hosts {
+            HostStore::Machines(s) => s.wait_until_ready().await.is_ok(),
+            HostStore::Inventory { store, .. } => store.wait_until_ready().await.is_ok(),
+        };
+        hosts
+            && self.nodes.wait_until_ready().await.is_ok()
+            && self.pods.wait_until_ready().await.is_ok()
+    }
+}
+
+/// Runs until `shutdown` fires.
+pub(crate) async fn run_loop(
+    client: kube::Client,
+    config: Config,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: Shutdown,
+) -> Result<(), Error> {
+    let notify = Arc::new(Notify::new());
+    let watch = |m: &Metrics| (notify.clone(), m.clone(), shutdown.clone());
+    let mut tasks = Vec::new();
+    let (n, m, s) = watch(&metrics);
+    let (nodes, t) = spawn_watch(
+        Api::<Node>::all(client.clone()),
+        watcher::Config::default(),
+        n,
+        m,
+        s,
+    );
+    tasks.push(t);
+    let (n, m, s) = watch(&metrics);
+    let (pods, t) = spawn_watch(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default(),
+        n,
+        m,
+        s,
+    );
+    tasks.push(t);
+    let (n, m, s) = watch(&metrics);
+    let hosts = match &config.source {
+        HostSource::Machines => {
+            let (store, t) = spawn_watch(
+                Api::<Machine>::all(client.clone()),
+                watcher::Config::default(),
+                n,
+                m,
+                s,
+            );
+            tasks.push(t);
+            HostStore::Machines(store)
+        }
+        HostSource::Inventory { configmap, key } => {
+            let (store, t) = spawn_watch(
+                Api::<ConfigMap>::namespaced(client.clone(), &configmap.namespace),
+                watcher::Config::default().fields(&format!("metadata.name={}", configmap.name)),
+                n,
+                m,
+                s,
+            );
+            tasks.push(t);
+            HostStore::Inventory {
+                store,
+                key: key.clone(),
+            }
+        }
+    };
+    let stores = Stores { nodes, pods, hosts };
+    let ready = tokio::select! {
+        ready = stores.wait_until_ready() => ready,
+        () = shutdown.signalled() => false,
+    };
+    if ready {
+        readiness.set_ready(true);
+        tracing::info!("caches synced");
+        let mut pass = Pass::new(client, config, metrics, stores);
+        let stop = shutdown.signalled();
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            let wait = {
+                let _timer = pass.metrics.controller.reconcile_started();
+                match pass.reconcile().await {
+                    Ok(()) => pass.config.resync,
+                    Err(error) => {
+                        tracing::warn!(%error, "pass failed; retrying");
+                        pass.metrics.controller.record_error(&error);
+                        RETRY_AFTER
+                    }
+                }
+            };
+            tokio::select! {
+                () = notify.notified() => {}
+                () = tokio::time::sleep(wait) => {}
+                () = &mut stop => break,
+            }
+            // Coalesce a burst of watch events into one pass.
+            tokio::select! {
+                () = tokio::time::sleep(pass.config.debounce) => {}
+                () = &mut stop => break,
+            }
+        }
+    }
+    for t in tasks {
+        t.abort();
+    }
+    Ok(())
+}
+
+struct Pass {
+    config: Config,
+    metrics: Metrics,
+    stores: Stores,
+    node_api: Api<Node>,
+    status_api: Api<ConfigMap>,
+    events: EventPublisher,
+    /// Occurrences already reported as Events (reported once each; an
+    /// occurrence that disappears and comes back is reported again).
+    reported: BTreeSet<String>,
+    last_status: Option<String>,
+    last_good_inventory: BTreeMap<String, String>,
+    last_inventory_problem: Option<String>,
+}
+
+/// The JSON merge patch for `plan`, conditioned on `resource_version`:
+/// labels to set/remove and the annotation update, nothing else.
+pub(crate) fn patch_body(plan: &NodeLabelPlan, resource_version: Option<&str>) -> Value {
+    let mut metadata = Map::new();
+    if let Some(rv) = resource_version {
+        metadata.insert("resourceVersion".into(), json!(rv));
+    }
+    let mut labels = Map::new();
+    for key in &plan.remove {
+        labels.insert(key.clone(), Value::Null);
+    }
+    for (key, value) in &plan.set {
+        labels.insert(key.clone(), json!(value));
+    }
+    if !labels.is_empty() {
+        metadata.insert("labels".into(), Value::Object(labels));
+    }
+    if !plan.annotations.is_empty() {
+        let annotations: Map<String, Value> = plan
+            .annotations
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
+            .collect();
+        metadata.insert("annotations".into(), Value::Object(annotations));
+    }
+    json!({ "metadata": metadata })
+}
+
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+impl Pass {
+    fn new(client: kube::Client, config: Config, metrics: Metrics, stores: Stores) -> Self {
+        let events = EventPublisher::new(
+            client.clone(),
+            CONTROLLER_NAME,
+            config.instance.clone(),
+            config.dry_run,
+        );
+        Self {
+            node_api: Api::all(client.clone()),
+            status_api: Api::namespaced(client, &config.status_configmap.namespace),
+            config,
+            metrics,
+            stores,
+            events,
+            reported: BTreeSet::new(),
+            last_status: None,
+            last_good_inventory: BTreeMap::new(),
+            last_inventory_problem: None,
+        }
+    }
+
+    fn source_name(&self) -> String {
+        match &self.config.source {
+            HostSource::Machines => "machines".into(),
+            HostSource::Inventory { configmap, key } => format!("inventory {configmap} ({key})"),
+        }
+    }
+
+    /// Node name → host. An unusable inventory keeps the last good one.
+    fn host_information(&mut self) -> BTreeMap<String, String> {
+        match &self.stores.hosts {
+            HostStore::Machines(store) => {
+                let machines = store.state();
+                source::hosts_from_machines(machines.iter().map(AsRef::as_ref))
+            }
+            HostStore::Inventory { store, key } => {
+                let problem = match store.state().first() {
+                    None => Some("the inventory ConfigMap does not exist".to_owned()),
+                    Some(cm) => match source::hosts_from_inventory(cm, key) {
+                        Ok(hosts) => {
+                            self.last_good_inventory = hosts;
+                            None
+                        }
+                        Err(e) => Some(e.to_string()),
+                    },
+                };
+                if problem != self.last_inventory_problem {
+                    if let Some(p) = &problem {
+                        tracing::warn!(problem = %p, "cannot use the host inventory; keeping the last good one");
+                    }
+                    self.last_inventory_problem = problem;
+                }
+                self.last_good_inventory.clone()
+            }
+        }
+    }
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        let hosts = self.host_information();
+        let mut nodes: Vec<Node> = self
+            .stores
+            .nodes
+            .state()
+            .iter()
+            .map(|n| (**n).clone())
+            .collect();
+        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut first_error = None;
+        for node in &mut nodes {
+            let name = node.name_any();
+            let Some(host) = hosts.get(&name).filter(|h| !h.is_empty()) else {
+                continue;
+            };
+            let plan = self.config.labels.plan_node(node, host);
+            if plan.is_empty() {
+                continue;
+            }
+            self.metrics.node_patches.inc();
+            if self.config.dry_run {
+                tracing::info!(dry_run = true, node = %name, %host, set = ?plan.set, remove = ?plan.remove, "would patch Node labels");
+                let mut labels = node.metadata.labels.take().unwrap_or_default();
+                let mut annotations = node.metadata.annotations.take().unwrap_or_default();
+                plan.apply(&mut labels, &mut annotations);
+                node.metadata.labels = Some(labels);
+                node.metadata.annotations = Some(annotations);
+                continue;
+            }
+            match self.patch_node(node.clone(), host).await {
+                Ok(updated) => *node = updated,
+                Err(error) => {
+                    tracing::warn!(node = %name, %error, "could not label Node");
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        self.audit(&nodes, &hosts).await?;
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Patches one Node until its plan for `host` is empty; a 409 re-reads it.
+    async fn patch_node(&self, mut node: Node, host: &str) -> Result<Node, Error> {
+        let name = node.name_any();
+        let params = PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        };
+        for _ in 0..PATCH_ATTEMPTS {
+            let plan = self.config.labels.plan_node(&node, host);
+            if plan.is_empty() {
+                return Ok(node);
+            }
+            let body = patch_body(&plan, node.metadata.resource_version.as_deref());
+            match self
+                .node_api
+                .patch(&name, &params, &Patch::Merge(&body))
+                .await
+            {
+                Ok(updated) => {
+                    tracing::info!(node = %name, %host, set = ?plan.set, remove = ?plan.remove, "labelled Node");
+                    return Ok(updated);
+                }
+                Err(error) if is_conflict(&error) => {
+                    self.metrics.node_patch_conflicts.inc();
+                    tracing::debug!(node = %name, "Node changed since it was read (409); re-reading");
+                    node = self
+                        .node_api
+                        .get(&name)
+                        .await
+                        .map_err(|e| Error::kube(format!("re-reading Node {name}"), e))?;
+                }
+                Err(error) => return Err(Error::kube(format!("patching Node {name}"), error)),
+            }
+        }
+        Err(Error::Conflicts {
+            node: name,
+            attempts: PATCH_ATTEMPTS,
+        })
+    }
+
+    async fn audit(
+        &mut self,
+        nodes: &[Node],
+        hosts: &BTreeMap<String, String>,
+    ) -> Result<(), Error> {
+        let pods: Vec<Pod> = self
+            .stores
+            .pods
+            .state()
+            .iter()
+            .map(|p| (**p).clone())
+            .collect();
+        let result = audit(nodes, &pods, self.config.labels.keys(), hosts);
+        let index: BTreeMap<String, &Pod> = pods.iter().map(|p| (report::pod_key(p), p)).collect();
+        let violations = report::violations(&result, &index);
+        let without_info = nodes
+            .iter()
+            .filter(|n| hosts.get(&n.name_any()).is_none_or(String::is_empty))
+            .count();
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.metrics
+            .shared_host_violations
+            .set(gauge(violations.len()));
+        self.metrics
+            .unlabelled_nodes
+            .set(gauge(result.unlabelled_nodes.len()));
+        self.metrics
+            .nodes_without_host_information
+            .set(gauge(without_info));
+
+        let keys: Vec<String> = self
+            .config
+            .labels
+            .keys()
+            .iter()
+            .map(|k| k.as_str().to_owned())
+            .collect();
+        let mut current = BTreeSet::new();
+        for v in &violations {
+            let id = format!("shared {} {}", v.host, v.pods.join(","));
+            if !self.reported.contains(&id) {
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: "ReplicasShareHost".into(),
+                    note: Some(v.note()),
+                    action: "Audit".into(),
+                    secondary: None,
+                };
+                if !self.publish(&event, &v.owner).await {
+                    continue;
+                }
+            }
+            current.insert(id);
+        }
+        for name in &result.unlabelled_nodes {
+            let id = format!("unlabelled {name}");
+            if !self.reported.contains(&id) {
+                let Some(node) = nodes
+                    .iter()
+                    .find(|n| n.metadata.name.as_ref() == Some(name))
+                else {
+                    continue;
+                };
+                let why = if hosts.get(name).is_some_and(|h| !h.is_empty()) {
+                    "the controller could not label it yet"
+                } else {
+                    "the host information source has no host for it"
+                };
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: "HostLabelMissing".into(),
+                    note: Some(format!(
+                        "Node lacks host label(s) {}: {why} ({}); anti-affinity and topology spread on these keys ignore it",
+                        keys.join(", "),
+                        self.source_name()
+                    )),
+                    action: "Audit".into(),
+                    secondary: None,
+                };
+                if !self.publish(&event, &node.object_ref(&())).await {
+                    continue;
+                }
+            }
+            current.insert(id);
+        }
+        self.reported = current;
+
+        let summary = StatusSummary {
+            source: self.source_name(),
+            label_keys: keys,
+            nodes: nodes.len(),
+            nodes_with_host_information: nodes.len() - without_info,
+            unlabelled_nodes: result.unlabelled_nodes.clone(),
+            shared_hosts: report::summary_violations(&violations),
+        };
+        self.write_status(summary.to_json()).await
+    }
+
+    /// Publishes an Event; `false` if it failed (it is retried on the next pass).
+    async fn publish(&self, event: &Event, reference: &ObjectReference) -> bool {
+        match self.events.publish(event, reference).await {
+            Ok(()) => {
+                self.metrics.events.inc();
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, reason = %event.reason, "could not publish Event");
+                false
+            }
+        }
+    }
+
+    async fn write_status(&mut self, content: String) -> Result<(), Error> {
+        if self.last_status.as_ref() == Some(&content) {
+            return Ok(());
+        }
+        let target = &self.config.status_configmap;
+        if self.config.dry_run {
+            tracing::info!(dry_run = true, configmap = %target, summary = %content, "would write the audit summary");
+        } else {
+            let cm = json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": target.name,
+                    "namespace": target.namespace,
+                    "labels": { "app.kubernetes.io/name": CONTROLLER_NAME },
+                },
+                "data": { STATUS_DATA_KEY: content },
+            });
+            self.status_api
+                .patch(
+                    &target.name,
+                    &PatchParams::apply(CONTROLLER_NAME).force(),
+                    &Patch::Apply(&cm),
+                )
+                .await
+                .map_err(|e| Error::kube(format!("writing the status ConfigMap {target}"), e))?;
+        }
+        self.last_status = Some(content);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_body_touches_only_labels_and_annotation_and_carries_the_version() {
+        let plan = NodeLabelPlan {
+            set: [("a/host".to_owned(), "esx1".to_owned())].into(),
+            remove: vec!["old/host".into()],
+            annotations: [("x/managed".to_owned(), Some("a/host".to_owned()))].into(),
+        };
+        let body = patch_body(&plan, Some("42"));
+        assert_eq!(
+            body,
+            json!({"metadata": {
+                "resourceVersion": "42",
+                "labels": {"a/host": "esx1", "old/host": null},
+                "annotations": {"x/managed": "a/host"},
+            }})
+        );
+        let removal = NodeLabelPlan {
+            annotations: [("x/managed".to_owned(), None)].into(),
+            ..NodeLabelPlan::default()
+        };
+        assert_eq!(
+            patch_body(&removal, None),
+            json!({"metadata": {"annotations": {"x/managed": null}}})
+        );
+    }
+}
