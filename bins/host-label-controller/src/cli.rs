@@ -205,6 +205,8 @@ pub struct Config {
     pub resync: Duration,
     /// How long to wait after a watch event for more before acting (coalesces bursts).
     pub debounce: Duration,
+    /// How long to coalesce Pod-only changes (they only affect the audit).
+    pub audit_debounce: Duration,
     /// This replica's name for Events (`reportingInstance`).
     pub instance: Option<String>,
 }
@@ -213,7 +215,8 @@ impl Config {
     /// A configuration with defaults for everything but the keys and the source
     /// (handy for tests and embedding): status ConfigMap
     /// `host-label-controller/host-label-controller-status`, no leader
-    /// election, no metrics server, resync 600 s, debounce 50 ms.
+    /// election, no metrics server, resync 600 s, debounce 50 ms, audit
+    /// debounce 1 s.
     pub fn new(labels: HostLabelConfig, source: HostSource) -> Self {
         Self {
             labels,
@@ -227,6 +230,7 @@ impl Config {
             metrics_addr: None,
             resync: Duration::from_secs(600),
             debounce: Duration::from_millis(50),
+            audit_debounce: Duration::from_secs(1),
             instance: None,
         }
     }
@@ -274,6 +278,7 @@ impl Config {
             metrics_addr: Some(args.common.metrics_addr),
             resync: Duration::from_secs(args.resync_seconds.max(1)),
             debounce: Duration::from_millis(50),
+            audit_debounce: Duration::from_secs(1),
             instance: Some(identity.to_owned()),
         })
     }

@@ -109,7 +109,10 @@ pub(crate) async fn run_loop(
     readiness: Readiness,
     shutdown: Shutdown,
 ) -> Result<(), Error> {
+    // Host-relevant changes (Nodes, Machines, inventory) act after the short
+    // debounce; Pod churn only matters to the audit and is coalesced longer.
     let notify = Arc::new(Notify::new());
+    let pod_notify = Arc::new(Notify::new());
     let watch = |m: &Metrics| (notify.clone(), m.clone(), shutdown.clone());
     let mut tasks = Vec::new();
     let (n, m, s) = watch(&metrics);
@@ -121,7 +124,8 @@ pub(crate) async fn run_loop(
         s,
     );
     tasks.push(t);
-    let (n, m, s) = watch(&metrics);
+    let (_, m, s) = watch(&metrics);
+    let n = pod_notify.clone();
     let (pods, t) = spawn_watch(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default(),
@@ -181,10 +185,20 @@ pub(crate) async fn run_loop(
                     }
                 }
             };
-            tokio::select! {
-                () = notify.notified() => {}
-                () = tokio::time::sleep(wait) => {}
+            let host_change = tokio::select! {
+                () = notify.notified() => true,
+                () = pod_notify.notified() => false,
+                () = tokio::time::sleep(wait) => true,
                 () = &mut stop => break,
+            };
+            if !host_change {
+                // Only Pods changed: wait for the audit interval, unless a
+                // host-relevant change comes first.
+                tokio::select! {
+                    () = notify.notified() => {}
+                    () = tokio::time::sleep(pass.config.audit_debounce) => {}
+                    () = &mut stop => break,
+                }
             }
             // Coalesce a burst of watch events into one pass.
             tokio::select! {
@@ -240,6 +254,19 @@ pub(crate) fn patch_body(plan: &NodeLabelPlan, resource_version: Option<&str>) -
         metadata.insert("annotations".into(), Value::Object(annotations));
     }
     json!({ "metadata": metadata })
+}
+
+/// Whether `pod` has pod anti-affinity or topology spread constraints at all
+/// (a cheap pre-filter; the audit checks the keys).
+fn may_spread_over_hosts(pod: &Pod) -> bool {
+    pod.spec.as_ref().is_some_and(|s| {
+        s.affinity
+            .as_ref()
+            .is_some_and(|a| a.pod_anti_affinity.is_some())
+            || s.topology_spread_constraints
+                .as_ref()
+                .is_some_and(|t| !t.is_empty())
+    })
 }
 
 fn is_conflict(error: &kube::Error) -> bool {
@@ -396,6 +423,7 @@ impl Pass {
             .pods
             .state()
             .iter()
+            .filter(|p| may_spread_over_hosts(p))
             .map(|p| (**p).clone())
             .collect();
         let result = audit(nodes, &pods, self.config.labels.keys(), hosts);

@@ -406,3 +406,45 @@ async fn only_the_leader_acts_and_a_follower_takes_over() {
     assert_eq!(holder(&fake).as_deref(), Some("b"));
     b.stop().await;
 }
+
+#[tokio::test]
+async fn a_violation_created_while_running_is_reported() {
+    let fake = FakeApi::new();
+    for n in ["n1", "n2"] {
+        seed_node(&fake, n, &[]);
+    }
+    seed_machine(&fake, "m1", "n1", "esx-01");
+    seed_machine(&fake, "m2", "n2", "esx-01");
+    // Topology spread (not anti-affinity) on the node-restriction key counts too.
+    let run = start(&fake, config(&[NR_KEY], HostSource::Machines));
+    eventually("labelled", SOON, || label(&fake, "n2", NR_KEY).is_some()).await;
+    assert!(events(&fake, "app", "ReplicasShareHost").is_empty());
+    for (name, node) in [("db-0", "n1"), ("db-1", "n2")] {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": name, "namespace": "app", "labels": {"app": "db"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "uid-db", "controller": true}],
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "c", "image": "postgres"}],
+                "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": NR_KEY, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "db"}}}],
+            },
+        }))
+        .unwrap();
+        fake.seed(&pod).unwrap();
+    }
+    eventually("ReplicasShareHost on the StatefulSet", SOON, || {
+        events(&fake, "app", "ReplicasShareHost").iter().any(|e| {
+            e.regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some("StatefulSet"))
+        })
+    })
+    .await;
+    eventually("gauge follows", SOON, || {
+        run.metrics.shared_host_violations.get() == 1
+    })
+    .await;
+    run.stop().await;
+}

@@ -112,6 +112,7 @@ pub fn config(keys: &[&str], source: HostSource) -> Config {
         name: STATUS_CM.into(),
     };
     config.debounce = Duration::from_millis(20);
+    config.audit_debounce = Duration::from_millis(100);
     config
 }
 
