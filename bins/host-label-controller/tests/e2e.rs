@@ -448,3 +448,50 @@ async fn a_violation_created_while_running_is_reported() {
     .await;
     run.stop().await;
 }
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).unwrap();
+        out
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_and_health_are_served() {
+    let fake = FakeApi::new();
+    seed_violation(&fake);
+    // A free port (tiny race with other processes; acceptable in tests).
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = config(&[CAPV_KEY], HostSource::Machines);
+    cfg.metrics_addr = Some(addr);
+    let run = start(&fake, cfg);
+    eventually("audit done", SOON, || {
+        run.metrics.shared_host_violations.get() == 1
+    })
+    .await;
+    let metrics = http_get(addr, "/metrics").await;
+    for line in [
+        "host_label_controller_shared_host_violations 1",
+        "host_label_controller_unlabelled_nodes 1",
+        "host_label_controller_nodes_without_host_information 1",
+        "host_label_controller_node_patches_total ",
+        "host_label_controller_reconciles_total ",
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+    }
+    assert!(http_get(addr, "/healthz").await.starts_with("HTTP/1.0 200"));
+    assert!(http_get(addr, "/readyz").await.starts_with("HTTP/1.0 200"));
+    run.stop().await;
+}
