@@ -587,4 +587,81 @@ mod tests {
             json!({"metadata": {"annotations": {"x/managed": null}}})
         );
     }
+
+    mod properties {
+        use std::collections::BTreeMap;
+
+        use anti_affinity_placement::labels::plan_node_labels;
+        use proptest::prelude::*;
+        use serde_json::{Value, json};
+
+        use super::super::patch_body;
+
+        const ANNOTATION: &str = "x.example/managed";
+        const OURS: [&str; 3] = ["a.example/host", "b.example/host", "c.example/host"];
+        const FOREIGN: [&str; 3] = ["team", "kubernetes.io/hostname", "other.example/host"];
+
+        fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
+            let keys: Vec<&str> = OURS.iter().chain(FOREIGN.iter()).copied().collect();
+            proptest::collection::btree_map(
+                proptest::sample::select(keys).prop_map(str::to_owned),
+                "[a-z0-9]{1,4}",
+                0..6,
+            )
+        }
+
+        fn subset_of_ours() -> impl Strategy<Value = Vec<String>> {
+            proptest::sample::subsequence(OURS.to_vec(), 0..=3)
+                .prop_map(|v| v.into_iter().map(str::to_owned).collect())
+        }
+
+        fn as_map(v: &Value) -> BTreeMap<String, String> {
+            v.as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+
+        proptest! {
+            #[test]
+            fn merge_patch_of_a_plan_has_the_effect_of_the_plan_and_spares_foreign_labels(
+                labels in labels(),
+                recorded in subset_of_ours(),
+                desired_keys in subset_of_ours(),
+                host in "[a-z0-9]{1,6}",
+            ) {
+                let mut annotations = BTreeMap::from([("keep".to_owned(), "me".to_owned())]);
+                if !recorded.is_empty() {
+                    annotations.insert(ANNOTATION.to_owned(), recorded.join(","));
+                }
+                let desired: BTreeMap<String, String> =
+                    desired_keys.iter().map(|k| (k.clone(), host.clone())).collect();
+                let plan = plan_node_labels(&labels, &annotations, &desired, ANNOTATION);
+
+                let mut node = json!({"metadata": {"labels": labels, "annotations": annotations, "resourceVersion": "7"}, "spec": {"x": 1}});
+                let before = node.clone();
+                json_patch::merge(&mut node, &patch_body(&plan, Some("7")));
+                let got_labels = as_map(&node["metadata"]["labels"]);
+                let got_annotations = as_map(&node["metadata"]["annotations"]);
+
+                let (mut want_labels, mut want_annotations) = (labels.clone(), annotations.clone());
+                plan.apply(&mut want_labels, &mut want_annotations);
+                prop_assert_eq!(&got_labels, &want_labels);
+                prop_assert_eq!(&got_annotations, &want_annotations);
+                // Independent invariants: foreign labels are untouched, the
+                // rest of the object too, and the desired values are set.
+                for key in FOREIGN {
+                    prop_assert_eq!(got_labels.get(key), labels.get(key));
+                }
+                for (key, value) in &desired {
+                    prop_assert_eq!(got_labels.get(key), Some(value));
+                }
+                prop_assert_eq!(&node["spec"], &before["spec"]);
+                prop_assert_eq!(got_annotations.get("keep").map(String::as_str), Some("me"));
+            }
+        }
+    }
 }
