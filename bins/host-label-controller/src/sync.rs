@@ -31,8 +31,22 @@ use crate::source::{self, Machine};
 
 /// Attempts per Node patch when the API answers 409.
 const PATCH_ATTEMPTS: u32 = 5;
-/// Wait before retrying a pass that failed.
+/// Wait before retrying a pass that failed; doubled per consecutive
+/// failure up to [`MAX_RETRY_AFTER`].
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// Upper bound of the retry wait.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The wait before the next pass after `failures` consecutive failed passes
+/// (0 = the last pass succeeded: wait for a change or the resync).
+fn retry_wait(failures: u32, resync: Duration) -> Duration {
+    if failures == 0 {
+        return resync;
+    }
+    RETRY_AFTER
+        .saturating_mul(1 << failures.saturating_sub(1).min(6))
+        .min(MAX_RETRY_AFTER)
+}
 
 /// A watcher error, counted with a bounded kind.
 struct WatchError;
@@ -171,19 +185,21 @@ pub(crate) async fn run_loop(
         readiness.set_ready(true);
         tracing::info!("caches synced");
         let mut pass = Pass::new(client, config, metrics, stores);
+        let mut failures = 0u32;
         let stop = shutdown.signalled();
         let mut stop = std::pin::pin!(stop);
         loop {
             let wait = {
                 let _timer = pass.metrics.controller.reconcile_started();
                 match pass.reconcile().await {
-                    Ok(()) => pass.config.resync,
+                    Ok(()) => failures = 0,
                     Err(error) => {
-                        tracing::warn!(%error, "pass failed; retrying");
+                        failures = failures.saturating_add(1);
+                        tracing::warn!(%error, failures, "pass failed; retrying");
                         pass.metrics.controller.record_error(&error);
-                        RETRY_AFTER
                     }
                 }
+                retry_wait(failures, pass.config.resync)
             };
             let host_change = tokio::select! {
                 () = notify.notified() => true,
@@ -404,6 +420,10 @@ impl Pass {
                         .await
                         .map_err(|e| Error::kube(format!("re-reading Node {name}"), e))?;
                 }
+                Err(kube::Error::Api(status)) if status.code == 404 => {
+                    tracing::debug!(node = %name, "Node was deleted before it could be labelled");
+                    return Ok(node);
+                }
                 Err(error) => return Err(Error::kube(format!("patching Node {name}"), error)),
             }
         }
@@ -561,6 +581,13 @@ impl Pass {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_back_off_exponentially_up_to_a_minute() {
+        let resync = Duration::from_secs(600);
+        let waits: Vec<u64> = (0..10).map(|f| retry_wait(f, resync).as_secs()).collect();
+        assert_eq!(waits, [600, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
 
     #[test]
     fn patch_body_touches_only_labels_and_annotation_and_carries_the_version() {

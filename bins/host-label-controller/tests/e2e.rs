@@ -495,3 +495,31 @@ async fn metrics_and_health_are_served() {
     assert!(http_get(addr, "/readyz").await.starts_with("HTTP/1.0 200"));
     run.stop().await;
 }
+
+#[tokio::test]
+async fn api_errors_on_node_patches_are_retried_with_backoff() {
+    let fake = FakeApi::new();
+    seed_node(&fake, "n1", &[]);
+    seed_machine(&fake, "m1", "n1", "esx-01");
+    fake.inject(
+        Fault::internal_error()
+            .on_verb(Verb::Patch)
+            .on_resource("nodes")
+            .times(2),
+    );
+    let run = start(&fake, config(&[CAPV_KEY], HostSource::Machines));
+    eventually(
+        "n1 labelled after two 500s",
+        Duration::from_secs(10),
+        || label(&fake, "n1", CAPV_KEY).as_deref() == Some("esx-01"),
+    )
+    .await;
+    let errors = run
+        .metrics
+        .controller
+        .errors
+        .get_or_create(&controller_kit::metrics::ErrorLabels { kind: "kube_api" })
+        .get();
+    assert_eq!(errors, 2);
+    run.stop().await;
+}
