@@ -523,3 +523,35 @@ async fn api_errors_on_node_patches_are_retried_with_backoff() {
     assert_eq!(errors, 2);
     run.stop().await;
 }
+
+#[tokio::test]
+async fn nodes_and_machines_that_appear_later_are_labelled() {
+    let fake = FakeApi::new();
+    seed_node(&fake, "n1", &[]);
+    let run = start(&fake, config(&[CAPV_KEY], HostSource::Machines));
+    eventually("n1 reported unlabelled", SOON, || {
+        run.metrics.unlabelled_nodes.get() == 1
+    })
+    .await;
+    // The Machine gets its nodeRef after the Node exists (normal CAPI order).
+    seed_machine(&fake, "m1", "n1", "esx-01");
+    eventually("n1 labelled", SOON, || {
+        label(&fake, "n1", CAPV_KEY).as_deref() == Some("esx-01")
+    })
+    .await;
+    // A Node joining after its Machine.
+    seed_machine(&fake, "m2", "n2", "esx-02");
+    seed_node(&fake, "n2", &[]);
+    eventually("n2 labelled", SOON, || {
+        fake.get::<k8s_openapi::api::core::v1::Node>(None, "n2")
+            .unwrap()
+            .is_some()
+            && label(&fake, "n2", CAPV_KEY).as_deref() == Some("esx-02")
+    })
+    .await;
+    eventually("nothing unlabelled", SOON, || {
+        run.metrics.unlabelled_nodes.get() == 0
+    })
+    .await;
+    run.stop().await;
+}
