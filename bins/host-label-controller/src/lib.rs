@@ -1,0 +1,157 @@
+//! `host-label-controller`: keeps a label naming the physical host on every
+//! Node and audits host anti-affinity (issue 8, spec `placement.md` §B).
+//!
+//! Host information (Node name → host) comes from Cluster API Machines
+//! (`status.nodeRef.name` and the Machine's `node.cluster.x-k8s.io/esxi-host`
+//! label) or from a HostInventory in a ConfigMap ([`cli::HostSource`]). The
+//! label plan for each Node comes from
+//! [`anti_affinity_placement::labels::HostLabelConfig::plan_node`]: sanitised
+//! values, only keys recorded in the controller's bookkeeping annotation are
+//! ever changed or removed, foreign labels are never touched.
+//!
+//! Nodes, Pods, and Machines or the inventory ConfigMap are watched
+//! (reflectors); any change triggers a pass within the debounce interval
+//! (50 ms), so a vMotion shows on the Node within seconds. A pass:
+//! 1. computes host information and patches each Node whose plan is not empty
+//!    (a JSON merge patch of labels and the annotation only, conditioned on
+//!    the resourceVersion it was planned from; a 409 re-reads the Node and
+//!    re-plans, up to 5 times);
+//! 2. audits ([`anti_affinity_placement::labels::audit`]) replicas of one
+//!    workload sharing a physical host and Nodes without the label, sets the
+//!    metrics, publishes Events (`ReplicasShareHost` on the pods' owner,
+//!    `HostLabelMissing` on the Node; each once per occurrence), and writes
+//!    the summary to the status ConfigMap when it changed.
+//!
+//! `--dry-run` plans, audits and logs, and writes nothing. `main` parses
+//! [`cli::Cli`], builds the client and calls [`run`]; tests call [`run`]
+//! with a client of the in-process API stand-in. See `docs/operations.md`.
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod cli;
+pub mod error;
+pub mod manifests;
+pub mod metrics;
+pub mod report;
+pub mod source;
+mod sync;
+
+use std::sync::Arc;
+
+use controller_kit::server::{HealthServer, Readiness};
+use controller_kit::{Shutdown, ShutdownReason};
+use prometheus_client::registry::Registry;
+
+pub use cli::{CONTROLLER_NAME, Config, HostSource, ObjectName};
+pub use error::Error;
+pub use metrics::Metrics;
+
+/// The metric registry and the controller's metrics, created before
+/// [`run_with`] so a caller (a test) can read them.
+#[derive(Debug)]
+pub struct Telemetry {
+    /// The registry served on `/metrics`.
+    pub registry: Registry,
+    /// The controller's metrics (shared handles).
+    pub metrics: Metrics,
+    /// The `/readyz` flag.
+    pub readiness: Readiness,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        Self {
+            registry,
+            metrics,
+            readiness: Readiness::new(),
+        }
+    }
+}
+
+/// Runs the controller until `shutdown` fires; returns the shutdown reason
+/// (its exit code tells `main` how to exit).
+pub async fn run(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+) -> Result<ShutdownReason, Error> {
+    run_with(client, config, shutdown, Telemetry::default()).await
+}
+
+/// [`run`] with caller-provided [`Telemetry`].
+pub async fn run_with(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+    telemetry: Telemetry,
+) -> Result<ShutdownReason, Error> {
+    let Telemetry {
+        registry,
+        metrics,
+        readiness,
+    } = telemetry;
+    let server = match config.metrics_addr {
+        Some(addr) => {
+            let server = HealthServer::bind(addr, Arc::new(registry), readiness.clone()).await?;
+            tracing::info!(addr = %server.local_addr()?, "serving /metrics, /healthz, /readyz");
+            Some(tokio::spawn(server.serve(shutdown.clone())))
+        }
+        None => None,
+    };
+    let result = lead_and_run(client, config, &shutdown, metrics, readiness.clone()).await;
+    readiness.set_ready(false);
+    if let Err(error) = &result {
+        shutdown.trigger(ShutdownReason::Fatal(error.to_string()));
+    }
+    if let Some(server) = server {
+        shutdown.trigger(ShutdownReason::Requested);
+        let _ = server.await;
+    }
+    result.map(|()| shutdown.reason().unwrap_or(ShutdownReason::Requested))
+}
+
+async fn lead_and_run(
+    client: kube::Client,
+    config: Config,
+    shutdown: &Shutdown,
+    metrics: Metrics,
+    readiness: Readiness,
+) -> Result<(), Error> {
+    let guard = match (&config.leader, config.dry_run) {
+        (Some(_), true) => {
+            tracing::info!(
+                "--dry-run: not taking part in leader election (it would write the Lease)"
+            );
+            None
+        }
+        (Some(leader), false) => {
+            // A standby replica is healthy and ready; it just does not act.
+            readiness.set_ready(true);
+            match controller_kit::leader::acquire_leadership(client.clone(), leader, shutdown)
+                .await?
+            {
+                Some(guard) => {
+                    readiness.set_ready(false);
+                    Some(guard)
+                }
+                None => return Ok(()),
+            }
+        }
+        (None, _) => None,
+    };
+    tracing::info!(
+        keys = ?config.labels.keys().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        source = ?config.source,
+        dry_run = config.dry_run,
+        "host label controller running"
+    );
+    let result = sync::run_loop(client, config, metrics, readiness, shutdown.clone()).await;
+    if let Some(guard) = guard
+        && let Err(error) = guard.release().await
+    {
+        tracing::warn!(%error, "could not release the leader Lease");
+    }
+    result
+}

@@ -1,0 +1,89 @@
+//! The controller's RBAC, declared once, and the deployment manifests
+//! generated from it (`host-label-controller manifests`; the file under
+//! `deploy/host-label-controller/` is this output and a test keeps it in sync).
+
+use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, normalize};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::cli::{CONTROLLER_NAME, DEFAULT_STATUS_CONFIGMAP};
+
+/// The image the generated Deployment runs (override with `--image`).
+pub const DEFAULT_IMAGE: &str = "ghcr.io/placement-policies/host-label-controller:0.1.0";
+
+/// Cluster-wide permissions (ClusterRole): read and patch Nodes (labels and
+/// our annotation only), read Machines and Pods. No create, update or delete.
+/// Events (`events.k8s.io` create/patch) are added by controller-kit.
+pub const CLUSTER_RULES: &[Rule] = &[
+    Rule::new("", &["nodes"], &[Get, List, Watch, Patch]),
+    Rule::new("", &["pods"], &[Get, List, Watch]),
+    Rule::new("cluster.x-k8s.io", &["machines"], &[Get, List, Watch]),
+];
+
+/// Permissions in the controller's own namespace (Role): read the inventory
+/// ConfigMap, create and patch the status ConfigMap.
+pub const NAMESPACE_RULES: &[Rule] = &[Rule::new(
+    "",
+    &["configmaps"],
+    &[Get, List, Watch, Create, Patch],
+)];
+
+/// The manifests as one multi-document YAML string: ServiceAccount,
+/// ClusterRole and binding, leader-election Role and binding, the ConfigMap
+/// Role and binding, Deployment.
+pub fn render(namespace: &str, image: &str) -> Result<String, controller_kit::Error> {
+    let mut manifest = ControllerManifest::new(CONTROLLER_NAME, namespace, image, CLUSTER_RULES);
+    manifest.scope = Scope::Cluster;
+    manifest.args = vec![
+        format!("--namespace={namespace}"),
+        format!("--status-configmap={namespace}/{DEFAULT_STATUS_CONFIGMAP}"),
+    ];
+    let yaml = manifest.to_yaml()?;
+    let mut docs: Vec<String> = yaml.split("---\n").map(str::to_owned).collect();
+    let deployment = docs.pop().unwrap_or_default();
+    docs.extend(configmap_role(namespace)?);
+    docs.push(deployment);
+    Ok(docs.join("---\n"))
+}
+
+fn configmap_role(namespace: &str) -> Result<Vec<String>, controller_kit::Error> {
+    let name = format!("{CONTROLLER_NAME}-configmaps");
+    let labels = Some(
+        [
+            ("app.kubernetes.io/component", "controller"),
+            ("app.kubernetes.io/name", CONTROLLER_NAME),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect(),
+    );
+    let meta = ObjectMeta {
+        name: Some(name.clone()),
+        namespace: Some(namespace.to_owned()),
+        labels,
+        ..ObjectMeta::default()
+    };
+    let yaml = |r: Result<String, serde_saphyr::ser_error::Error>| {
+        r.map_err(|e| controller_kit::Error::Yaml(e.to_string()))
+    };
+    Ok(vec![
+        yaml(serde_saphyr::to_string(&Role {
+            metadata: meta.clone(),
+            rules: Some(normalize(NAMESPACE_RULES)),
+        }))?,
+        yaml(serde_saphyr::to_string(&RoleBinding {
+            metadata: meta,
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "Role".into(),
+                name,
+            },
+            subjects: Some(vec![Subject {
+                kind: "ServiceAccount".into(),
+                name: CONTROLLER_NAME.into(),
+                namespace: Some(namespace.into()),
+                ..Subject::default()
+            }]),
+        }))?,
+    ])
+}
