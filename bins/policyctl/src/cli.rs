@@ -85,6 +85,8 @@ pub enum Command {
     Concurrency,
     /// Scheduling fragment of the data-mover pod that would serve a PVC.
     Affinity(AffinityArgs),
+    /// Steady state of the concurrent backup queue with no backup finishing.
+    Queue(QueueArgs),
     /// kube-scheduler's verdict for a pod, or placement of every unbound pod.
     Schedule(ScheduleArgs),
     /// Why a Pending pod (a data-mover pod especially) does not schedule.
@@ -126,6 +128,14 @@ pub enum NodeOsArg {
     Linux,
     /// Windows nodes.
     Windows,
+}
+
+/// Options of `queue`.
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// Velero's `--concurrent-backups` (values below 1 mean 1).
+    #[arg(long, default_value_t = 1, env = "POLICYCTL_CONCURRENT_BACKUPS")]
+    pub concurrent_backups: u32,
 }
 
 /// Options of `schedule`.

@@ -20,7 +20,7 @@ use std::io::{Read, Write};
 
 pub use cli::{
     AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, NodeOsArg, ObjectRef,
-    OutputFormat, ScheduleArgs,
+    OutputFormat, QueueArgs, ScheduleArgs,
 };
 pub use commands::CommandError;
 

@@ -300,3 +300,52 @@ fn bad_pod_reference_is_a_usage_error() {
         Exit::Usage
     );
 }
+
+#[test]
+fn queue_snapshots() {
+    snapshot("queue", &["queue"]);
+    snapshot(
+        "queue_two_concurrent_backups",
+        &["queue", "--concurrent-backups", "2"],
+    );
+}
+
+#[test]
+fn queue_lists_every_backup_with_contract_keys() {
+    let run = ok(&["queue", "-o", "json"]);
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let keys: Vec<&String> = document.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["backups", "started", "waiting", "writes"]);
+    let backups = document["backups"].as_object().expect("backups map");
+    assert_eq!(backups.len(), 9, "every Backup of the input appears");
+    for (name, backup) in backups {
+        let position = backup["queuePosition"].as_u64().expect("number");
+        let queued = backup["phase"] == "Queued";
+        assert_eq!(position > 0, queued, "{name}: {backup}");
+        if queued {
+            assert!(document["waiting"].get(name).is_some(), "{name} has a reason");
+        }
+    }
+}
+
+#[test]
+fn invalid_namespace_patterns_are_warned_about() {
+    let input = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: velero.io/v1
+kind: Backup
+metadata: {name: odd, namespace: velero}
+spec: {includedNamespaces: ['shop{a,b}']}
+status: {phase: Queued, queuePosition: 1}
+";
+    let run = run_with_stdin(&["-f", "-", "queue", "-o", "json"], input);
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning: backup velero/odd has an invalid namespace filter"),
+        "{}",
+        run.stderr
+    );
+}

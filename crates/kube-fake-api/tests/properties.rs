@@ -20,8 +20,16 @@ fn value_strategy() -> impl Strategy<Value = String> {
 
 fn expression_strategy() -> impl Strategy<Value = Expression> {
     prop_oneof![
-        (key_strategy(), prop::collection::btree_set(value_strategy(), 1..3)).prop_map(|(k, v)| Expression::In(k, v)),
-        (key_strategy(), prop::collection::btree_set(value_strategy(), 1..3)).prop_map(|(k, v)| Expression::NotIn(k, v)),
+        (
+            key_strategy(),
+            prop::collection::btree_set(value_strategy(), 1..3)
+        )
+            .prop_map(|(k, v)| Expression::In(k, v)),
+        (
+            key_strategy(),
+            prop::collection::btree_set(value_strategy(), 1..3)
+        )
+            .prop_map(|(k, v)| Expression::NotIn(k, v)),
         (key_strategy(), value_strategy()).prop_map(|(k, v)| Expression::Equal(k, v)),
         (key_strategy(), value_strategy()).prop_map(|(k, v)| Expression::NotEqual(k, v)),
         key_strategy().prop_map(Expression::Exists),

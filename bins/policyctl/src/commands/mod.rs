@@ -7,6 +7,7 @@ mod concurrency;
 mod config_check;
 mod config_source;
 mod diagnose;
+mod queue;
 mod render;
 mod report;
 mod schedule;
@@ -93,6 +94,9 @@ pub fn execute(
                 args.node_os,
             )
             .map(CommandResult::success)
+        }
+        Command::Queue(args) => {
+            queue::run(inventory, args.concurrent_backups, stderr).map(CommandResult::success)
         }
         Command::Schedule(args) => {
             let options = Options {

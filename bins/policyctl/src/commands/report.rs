@@ -1,5 +1,6 @@
 //! `report`: the whole picture in tables — configuration findings,
-//! per-node concurrency, data-mover pod placement for pending loads — after a summary of the input.
+//! per-node concurrency, data-mover pod placement for pending loads, the
+//! backup queue — after a summary of the input.
 
 use std::collections::BTreeSet;
 
@@ -9,9 +10,12 @@ use serde_json::{Map, Value, json};
 
 use crate::commands::affinity::{Direction, fragment_for_pvc};
 use crate::commands::config_source::ConfigInput;
-use crate::commands::{CommandError, concurrency, config_check};
+use crate::commands::{CommandError, concurrency, config_check, queue};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
+
+/// The Backup queue section uses Velero's default `--concurrent-backups`.
+const DEFAULT_CONCURRENT_BACKUPS: u32 = 1;
 
 /// Builds the report.
 pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, CommandError> {
@@ -61,6 +65,14 @@ pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, Comman
             ));
         }
     }
+
+    let outcome = queue::outcome(inventory, DEFAULT_CONCURRENT_BACKUPS);
+    let rendered = queue::render(&outcome, DEFAULT_CONCURRENT_BACKUPS);
+    text.push_str(&section(
+        "Backup queue (--concurrent-backups 1, Velero's default)",
+        &rendered.table,
+    ));
+    document.insert("queue".to_owned(), rendered.document);
 
     text.truncate(text.trim_end().len());
     text.push('\n');
