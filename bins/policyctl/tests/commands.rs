@@ -323,7 +323,10 @@ fn queue_lists_every_backup_with_contract_keys() {
         let queued = backup["phase"] == "Queued";
         assert_eq!(position > 0, queued, "{name}: {backup}");
         if queued {
-            assert!(document["waiting"].get(name).is_some(), "{name} has a reason");
+            assert!(
+                document["waiting"].get(name).is_some(),
+                "{name} has a reason"
+            );
         }
     }
 }
@@ -344,7 +347,8 @@ status: {phase: Queued, queuePosition: 1}
     let run = run_with_stdin(&["-f", "-", "queue", "-o", "json"], input);
     assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
     assert!(
-        run.stderr.contains("warning: backup velero/odd has an invalid namespace filter"),
+        run.stderr
+            .contains("warning: backup velero/odd has an invalid namespace filter"),
         "{}",
         run.stderr
     );

@@ -118,7 +118,7 @@ fn merge(
             },
         );
     }
-    result.started.extend(plan.started().map(|name| key(name)));
+    result.started.extend(plan.started().map(&key));
     for waiting in &plan.waiting {
         result
             .waiting
