@@ -2,7 +2,9 @@
 
 mod scheduler_support;
 
-use anti_affinity_placement::scheduler::{ClusterState, Options, schedule, schedule_all};
+use anti_affinity_placement::scheduler::{
+    ClusterState, Options, diagnose_all, schedule, schedule_all,
+};
 use scheduler_support::*;
 use serde_json::json;
 
@@ -155,4 +157,30 @@ fn terminating_pods_count_for_anti_affinity_but_not_for_spread() {
         vec!["n2"],
         "a terminating pod still counts for anti-affinity"
     );
+}
+
+#[test]
+fn diagnose_all_agrees_with_the_evaluation_on_every_node() {
+    let pods = vec![pod(
+        "prod",
+        "db-0",
+        &[("app", "db")],
+        Some("n1"),
+        anti_host(),
+    )];
+    let state = ClusterState::new(&two_nodes(), &[], &pods, true);
+    let incoming = pod("prod", "db-1", &[("app", "db")], None, anti_host());
+    let r = state.evaluate(&incoming, &Options::default()).unwrap();
+    let all = diagnose_all(&state, &incoming, &Options::default());
+    assert_eq!(
+        all.iter().map(|d| d.node.as_str()).collect::<Vec<_>>(),
+        vec!["n1", "n2"]
+    );
+    for d in &all {
+        assert_eq!(d.fits, r.feasible.contains(&d.node), "node {}", d.node);
+        assert_eq!(
+            d.message.as_ref(),
+            r.unschedulable.get(&d.node).map(|f| &f.message)
+        );
+    }
 }

@@ -826,6 +826,75 @@ fn required_affinity_multiple_nodes_table() {
             want: vec![("machine1", OK), ("machine2", OK), ("machine3", OK)],
         },
         Case {
+            name: "affinity: every term's domain must hold a counted pod (region shared, zone not)",
+            incoming: pod(
+                "ns",
+                "p",
+                &[],
+                None,
+                affinity(json!([
+                    term(sel_in("foo", &["bar"]), "region"),
+                    term(sel_in("foo", &["bar"]), "zone"),
+                ])),
+            ),
+            pods: vec![pod("ns", "e", foo, Some("machine1"), json!({}))],
+            nodes: three(),
+            namespaces: vec![],
+            want: vec![
+                ("machine1", OK),
+                ("machine2", AFFINITY),
+                ("machine3", AFFINITY),
+            ],
+        },
+        Case {
+            name: "affinity: a node lacking one term's key fails even if the other term is satisfied",
+            incoming: pod(
+                "ns",
+                "p",
+                &[],
+                None,
+                affinity(json!([
+                    term(sel_in("foo", &["bar"]), "region"),
+                    term(sel_in("foo", &["bar"]), "rack"),
+                ])),
+            ),
+            pods: vec![pod("ns", "e", foo, Some("machine1"), json!({}))],
+            nodes: three(),
+            namespaces: vec![],
+            want: vec![
+                ("machine1", AFFINITY),
+                ("machine2", AFFINITY),
+                ("machine3", AFFINITY),
+            ],
+        },
+        Case {
+            name: "existing pods on two nodes each violate the incoming pod: only the third node fits",
+            incoming: pod("ns", "p", foo, None, json!({})),
+            pods: vec![
+                pod(
+                    "ns",
+                    "e1",
+                    &[],
+                    Some("machine1"),
+                    anti(json!([term(sel_in("foo", &["bar"]), "zone")])),
+                ),
+                pod(
+                    "ns",
+                    "e2",
+                    &[],
+                    Some("machine2"),
+                    anti(json!([term(sel_in("foo", &["bar"]), "hostname")])),
+                ),
+            ],
+            nodes: three(),
+            namespaces: vec![],
+            want: vec![
+                ("machine1", EXISTING_ANTI),
+                ("machine2", EXISTING_ANTI),
+                ("machine3", OK),
+            ],
+        },
+        Case {
             name: "matchLabelKeys merge: replicas of another revision do not count (C.9)",
             incoming: pod(
                 "ns",
@@ -912,6 +981,16 @@ fn topology_spread_do_not_schedule_table() {
             node("x", &[]),
         ]
     };
+    let tainted_zones = || {
+        let mut a1 = node("a1", &[("zone", "a")]);
+        a1.spec = Some(
+            serde_json::from_value(
+                json!({"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}),
+            )
+            .unwrap(),
+        );
+        vec![a1, node("b1", &[("zone", "b")])]
+    };
     let cases = vec![
         Case {
             name: "node without the key is rejected; skew 1 allows the emptier zone only",
@@ -982,6 +1061,40 @@ fn topology_spread_do_not_schedule_table() {
             nodes: zones(),
             namespaces: vec![],
             want: vec![("a1", SPREAD), ("a2", SPREAD)],
+        },
+        Case {
+            name: "nodeTaintsPolicy Ignore (default): a tainted node's domain counts for the minimum",
+            incoming: pod("ns", "p", web, None, spread(1, "zone", json!({}))),
+            pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
+            nodes: tainted_zones(),
+            namespaces: vec![],
+            want: vec![("a1", OK), ("b1", SPREAD)],
+        },
+        Case {
+            name: "nodeTaintsPolicy Honor: an untolerated tainted node's domain is not eligible",
+            incoming: pod(
+                "ns",
+                "p",
+                web,
+                None,
+                spread(1, "zone", json!({"nodeTaintsPolicy": "Honor"})),
+            ),
+            pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
+            nodes: tainted_zones(),
+            namespaces: vec![],
+            want: vec![("a1", OK), ("b1", OK)],
+        },
+        Case {
+            name: "nodeTaintsPolicy Honor with a matching toleration keeps the domain",
+            incoming: pod("ns", "p", web, None, {
+                let mut v = spread(1, "zone", json!({"nodeTaintsPolicy": "Honor"}));
+                v["tolerations"] = json!([{"key": "dedicated", "operator": "Exists"}]);
+                v
+            }),
+            pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
+            nodes: tainted_zones(),
+            namespaces: vec![],
+            want: vec![("a1", OK), ("b1", SPREAD)],
         },
         Case {
             name: "ScheduleAnyway constraints do not filter",

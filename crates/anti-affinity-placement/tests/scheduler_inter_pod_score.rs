@@ -47,7 +47,8 @@ struct Case {
 
 fn run(cases: Vec<Case>) {
     for c in cases {
-        let r = eval(&c.nodes, &[], &c.pods, &c.incoming, &c.opts);
+        let inventory = [namespace("team-a", &[("team", "a")]), namespace("ns", &[])];
+        let r = eval(&c.nodes, &inventory, &c.pods, &c.incoming, &c.opts);
         let s = &r.scores.inter_pod_affinity;
         for (n, raw, norm) in &c.want {
             assert_eq!(
@@ -332,6 +333,26 @@ fn preferred_affinity_score_table() {
             opts: Options::default(),
             // min–max over 2..5: (3 − 2) / 3 → 33.
             want: vec![("node1", 5, 100), ("node2", 2, 0), ("node3", 3, 33)],
+        },
+        Case {
+            name: "symmetry: an existing pod's preferred namespaceSelector sees the incoming pod's namespace labels",
+            incoming: pod("team-a", "p", S1, None, json!({})),
+            pods: vec![pod(
+                "ns",
+                "e1",
+                &[],
+                Some("node1"),
+                preferred(
+                    json!([{"weight": 6, "podAffinityTerm": {"labelSelector": sel_in("security", &["S1"]), "namespaceSelector": {"matchLabels": {"team": "a"}}, "topologyKey": "region"}}]),
+                    json!([]),
+                ),
+            )],
+            nodes: vec![
+                node("node1", &china()),
+                node("node2", &[("region", "India")]),
+            ],
+            opts: Options::default(),
+            want: vec![("node1", 6, 100), ("node2", 0, 0)],
         },
         Case {
             name: "preferred term namespaceSelector resolved against the inventory",

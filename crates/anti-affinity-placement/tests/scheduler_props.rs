@@ -113,9 +113,10 @@ fn incoming_extra() -> impl Strategy<Value = Value> {
     (
         prop::option::of(prop::sample::select(vec!["z1", "z2"])),
         prop::option::of((1..5i32, prop::sample::subsequence(vec!["z1", "z2", "z3"], 1..3))),
-        prop::option::of((0..3i32, prop::sample::select(KEYS.to_vec()), selector(), prop::option::of(1..4i32))),
+        prop::option::of((0..3i32, prop::sample::select(KEYS.to_vec()), selector(), prop::option::of(1..4i32), any::<bool>(), any::<bool>())),
+        any::<bool>(),
     )
-        .prop_map(|(ns_zone, pref, spread)| {
+        .prop_map(|(ns_zone, pref, spread, tolerate)| {
             let mut extra = json!({});
             if let Some(z) = ns_zone {
                 extra["nodeSelector"] = json!({"zone": z});
@@ -123,13 +124,22 @@ fn incoming_extra() -> impl Strategy<Value = Value> {
             if let Some((w, zones)) = pref {
                 extra["__pref"] = json!([{"weight": w, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": zones}]}}]);
             }
-            if let Some((skew, key, sel, min_domains)) = spread {
+            if tolerate {
+                extra["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]);
+            }
+            if let Some((skew, key, sel, min_domains, honor_taints, ignore_affinity)) = spread {
                 let mut c = json!({"maxSkew": skew.max(1), "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule"});
                 if !sel.is_null() {
                     c["labelSelector"] = sel;
                 }
                 if let Some(m) = min_domains {
                     c["minDomains"] = json!(m);
+                }
+                if honor_taints {
+                    c["nodeTaintsPolicy"] = json!("Honor");
+                }
+                if ignore_affinity {
+                    c["nodeAffinityPolicy"] = json!("Ignore");
                 }
                 extra["topologySpreadConstraints"] = json!([c]);
             }
@@ -151,6 +161,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
         prop::bool::weighted(0.9),
         prop::option::of(prop::sample::select(vec!["z1", "z2", "z3"])),
         prop::option::of(prop::sample::select(vec!["r1", "r2"])),
+        prop::bool::weighted(0.25),
     );
     let nodes = prop::collection::vec(node, 1..7);
     let ns_labels =
@@ -161,6 +172,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             prop::sample::select(vec!["a", "b", "d"]),
             0..8usize,
             prop::option::weighted(0.6, affinity()),
+            prop::bool::weighted(0.15),
         ),
         0..10,
     );
@@ -177,7 +189,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             let nodes: Vec<Node> = nodes
                 .into_iter()
                 .enumerate()
-                .map(|(i, (host, zone, rack))| {
+                .map(|(i, (host, zone, rack, tainted))| {
                     let mut l = serde_json::Map::new();
                     if host {
                         l.insert("kubernetes.io/hostname".into(), json!(format!("n{i}")));
@@ -189,7 +201,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                         l.insert("rack".into(), json!(r));
                     }
                     serde_json::from_value(
-                        json!({"metadata": {"name": format!("n{i}"), "labels": l}}),
+                        json!({"metadata": {"name": format!("n{i}"), "labels": l}, "spec": {"taints": if tainted { json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]) } else { json!([]) }}}),
                     )
                     .unwrap()
                 })
@@ -206,21 +218,26 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             let pods = existing
                 .into_iter()
                 .enumerate()
-                .map(|(i, (labels, ns, node, aff))| {
+                .map(|(i, (labels, ns, node, aff, terminating))| {
                     // index n (and above) = a node that does not exist (ignored, 0.1)
                     let node_name = if node < n {
                         format!("n{node}")
                     } else {
                         "ghost".to_owned()
                     };
-                    pod_json(
+                    let mut p = pod_json(
                         format!("e{i}"),
                         ns,
                         labels,
                         Some(node_name),
                         aff.unwrap_or(Value::Null),
                         json!({}),
-                    )
+                    );
+                    if terminating {
+                        p.metadata.deletion_timestamp =
+                            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+                    }
+                    p
                 })
                 .collect();
             let (labels, ns, mut aff, mut extra) = incoming;

@@ -186,7 +186,10 @@ fn tacker_diagnose_messages() {
             .unwrap()
         })
         .collect();
-    let spread = diagnose(&state, &spread_replica(1), "worker41", &Options::default()).unwrap();
+    let spread = vec![
+        diagnose(&state, &spread_replica(1), "worker41", &Options::default()).unwrap(),
+        diagnose(&state, &spread_replica(1), "worker12", &Options::default()).unwrap(),
+    ];
     let symmetric = diagnose(
         &state,
         &pod("default", "other", &[("app", "store")], None, json!({})),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evaluate::{AllNodes, evaluate};
 use super::result::{Options, Plugin};
+use super::spread::spread_prefilter;
 use super::state::ClusterState;
 
 /// The verdict on one node with an explanation.
@@ -85,13 +86,15 @@ pub fn diagnose(
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();
-            match constraints.iter().enumerate().find(|(_, c)| !labels.contains_key(&c.topology_key)) {
-                Some((i, c)) => format!(
-                    "the node has no label {:?}, the topologyKey of DoNotSchedule topologySpreadConstraints[{i}]; nodes without it are rejected",
-                    c.topology_key
-                ),
-                None => "placing the pod here would raise the skew of a DoNotSchedule topology spread constraint above its maxSkew (matching pods in this node's domain + 1 − global minimum > maxSkew)".to_owned(),
-            }
+            let keys: Vec<&str> = constraints
+                .iter()
+                .map(|c| c.topology_key.as_str())
+                .collect();
+            spread_prefilter(state, &info, constraints)
+                .explain(state, node, &keys)
+                .unwrap_or_else(|| {
+                    "a DoNotSchedule topology spread constraint is not satisfied".to_owned()
+                })
         }
         Plugin::InterPodAffinity => {
             use super::result::Reason;
@@ -214,4 +217,14 @@ fn explain_node_affinity(pod: &Pod, labels: &std::collections::BTreeMap<String, 
             "none of the {terms} required node affinity term(s) matches the node's labels {labels:?} (empty or unparsable terms never match)"
         )
     }
+}
+
+/// [`diagnose`] for every node, in node-name order.
+pub fn diagnose_all(state: &ClusterState, pod: &Pod, opts: &Options) -> Vec<Diagnosis> {
+    let mut names: Vec<&str> = state.node_names().collect();
+    names.sort_unstable();
+    names
+        .into_iter()
+        .filter_map(|n| diagnose(state, pod, n, opts))
+        .collect()
 }

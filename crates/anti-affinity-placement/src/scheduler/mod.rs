@@ -13,7 +13,7 @@
 //! - [`schedule`] / [`schedule_all`]: one-call entry points over plain
 //!   Kubernetes objects (for `policyctl schedule`).
 //! - [`diagnose`]: why a pod does not fit one node, in plain words.
-//! - [`reference`]: a brute-force evaluator written straight from the spec,
+//! - [`reference`](mod@reference): a brute-force evaluator written straight from the spec,
 //!   used as test oracle and benchmark baseline.
 //!
 //! Node selection is deterministic (spec 0.3, C.22): the feasible node with
@@ -25,16 +25,19 @@ mod api;
 mod diagnose;
 mod evaluate;
 mod fast_hash;
+mod interpod;
 mod node_selector;
+mod pair_counts;
 mod pod_info;
 pub mod reference;
 mod result;
 mod selector;
+mod spread;
 mod state;
 
 pub use admission::apply_match_label_keys;
 pub use api::{BatchResult, Placement, ScheduleError, schedule, schedule_all};
-pub use diagnose::{Diagnosis, diagnose};
+pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{
     Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, ScheduleResult, Scores,

@@ -225,6 +225,16 @@ impl Term {
     }
 }
 
+/// A placed pod, parsed once per evaluation.
+struct Placed {
+    ns: String,
+    labels: Labels,
+    terminating: bool,
+    node: String,
+    node_labels: Labels,
+    terms: PodTerms,
+}
+
 struct PodTerms {
     req_aff: Vec<Term>,
     req_anti: Vec<Term>,
@@ -294,11 +304,19 @@ pub fn evaluate(
         })
         .collect();
     // Placed pods with their node (spec 0.1).
-    let placed: Vec<(&Pod, &Node)> = pods
+    let placed: Vec<Placed> = pods
         .iter()
         .filter_map(|p| {
             let n = p.spec.as_ref()?.node_name.as_deref()?;
-            Some((p, *nodes.iter().find(|x| node_name(x) == n)?))
+            let node = *nodes.iter().find(|x| node_name(x) == n)?;
+            Some(Placed {
+                ns: ns_of(p),
+                labels: labels_of(p),
+                terminating: p.metadata.deletion_timestamp.is_some(),
+                node: n.to_owned(),
+                node_labels: node_labels(node),
+                terms: pod_terms(p),
+            })
         })
         .collect();
     let compiled = PodInfo::new(&incoming);
@@ -369,17 +387,19 @@ pub fn evaluate(
             }
             let mut count = 0;
             if !c.selector.is_everything() {
-                for (p, pn) in &placed {
-                    if node_name(pn) == node_name(n)
-                        && ns_of(p) == pod_ns
-                        && p.metadata.deletion_timestamp.is_none()
-                        && c.selector.matches(&labels_of(p))
+                for p in &placed {
+                    if p.node == node_name(n)
+                        && p.ns == pod_ns
+                        && !p.terminating
+                        && c.selector.matches(&p.labels)
                     {
                         count += 1;
                     }
                 }
             }
-            *counts.entry(l[&c.topology_key].clone()).or_default() += count;
+            if let Some(v) = l.get(&c.topology_key) {
+                *counts.entry(v.clone()).or_default() += count;
+            }
         }
         let min = if (counts.len() as i64) < c.min_domains {
             0
@@ -395,21 +415,21 @@ pub fn evaluate(
 
     // Required affinity: is any placed pod (on a node with some term key)
     // matching all terms? (C.10, C.12)
-    let matches_all = |p: &Pod| {
+    let matches_all = |ns: &str, labels: &Labels| {
         !own.req_aff.is_empty()
             && own
                 .req_aff
                 .iter()
-                .all(|t| t.matches_incoming(&ns_of(p), &labels_of(p), &inventory))
+                .all(|t| t.matches_incoming(ns, labels, &inventory))
     };
-    let any_counted = placed.iter().any(|(p, n)| {
-        matches_all(p)
+    let any_counted = placed.iter().any(|p| {
+        matches_all(&p.ns, &p.labels)
             && own
                 .req_aff
                 .iter()
-                .any(|t| node_labels(n).contains_key(&t.key))
+                .any(|t| p.node_labels.contains_key(&t.key))
     });
-    let self_match = matches_all(&incoming);
+    let self_match = matches_all(&pod_ns, &pod_labels);
 
     for n in &nodes {
         let name = node_name(n).to_owned();
@@ -567,7 +587,7 @@ pub fn evaluate(
 fn inter_pod_filter(
     own: &PodTerms,
     l: &Labels,
-    placed: &[(&Pod, &Node)],
+    placed: &[Placed],
     inventory: &BTreeMap<String, Labels>,
     pod_ns: &str,
     pod_labels: &Labels,
@@ -581,11 +601,11 @@ fn inter_pod_filter(
             return Some(Reason::AffinityRules);
         }
         let all_satisfied = own.req_aff.iter().all(|t| {
-            placed.iter().any(|(p, pn)| {
+            placed.iter().any(|p| {
                 own.req_aff
                     .iter()
-                    .all(|u| u.matches_incoming(&ns_of(p), &labels_of(p), inventory))
-                    && node_labels(pn).get(&t.key) == l.get(&t.key)
+                    .all(|u| u.matches_incoming(&p.ns, &p.labels, inventory))
+                    && p.node_labels.get(&t.key) == l.get(&t.key)
             })
         });
         if !all_satisfied && (any_counted || !self_match) {
@@ -595,17 +615,16 @@ fn inter_pod_filter(
     // C.13
     for t in &own.req_anti {
         let Some(v) = l.get(&t.key) else { continue };
-        if placed.iter().any(|(p, pn)| {
-            node_labels(pn).get(&t.key) == Some(v)
-                && t.matches_incoming(&ns_of(p), &labels_of(p), inventory)
+        if placed.iter().any(|p| {
+            p.node_labels.get(&t.key) == Some(v) && t.matches_incoming(&p.ns, &p.labels, inventory)
         }) {
             return Some(Reason::AntiAffinityRules);
         }
     }
     // C.14
-    for (p, pn) in placed {
-        let pl = node_labels(pn);
-        for t in pod_terms(p).req_anti {
+    for p in placed {
+        let pl = &p.node_labels;
+        for t in &p.terms.req_anti {
             if let Some(v) = pl.get(&t.key)
                 && l.get(&t.key) == Some(v)
                 && t.matches_with_labels(pod_ns, pod_labels, ns_labels)
@@ -621,7 +640,7 @@ fn inter_pod_scores(
     own: &PodTerms,
     incoming: &Pod,
     scored: &[&Node],
-    placed: &[(&Pod, &Node)],
+    placed: &[Placed],
     inventory: &BTreeMap<String, Labels>,
     ns_labels: &Labels,
     opts: &Options,
@@ -651,25 +670,25 @@ fn inter_pod_scores(
     let pod_labels = labels_of(incoming);
     // Every contribution: (topology key, value of the placed pod's node, weight).
     let mut contributions: Vec<(String, String, i64)> = Vec::new();
-    for (p, pn) in placed {
-        let pl = node_labels(pn);
-        let (ns, labels) = (ns_of(p), labels_of(p));
+    for p in placed {
+        let pl = &p.node_labels;
+        let (ns, labels) = (&p.ns, &p.labels);
         let mut add = |t: &Term, w: i64| {
             if let Some(v) = pl.get(&t.key) {
                 contributions.push((t.key.clone(), v.clone(), w));
             }
         };
         for t in &own.pref_aff {
-            if t.matches_incoming(&ns, &labels, inventory) {
+            if t.matches_incoming(ns, labels, inventory) {
                 add(t, t.weight);
             }
         }
         for t in &own.pref_anti {
-            if t.matches_incoming(&ns, &labels, inventory) {
+            if t.matches_incoming(ns, labels, inventory) {
                 add(t, -t.weight);
             }
         }
-        let theirs = pod_terms(p);
+        let theirs = &p.terms;
         if opts.hard_pod_affinity_weight > 0 {
             for t in &theirs.req_aff {
                 if t.matches_with_labels(&pod_ns, &pod_labels, ns_labels) {

@@ -18,7 +18,9 @@ pub struct Options {
     /// feasible nodes; normalisation runs over the scored set).
     pub score_all_nodes: bool,
     /// Apply the API server's matchLabelKeys merge (C.9) to every pod given
-    /// (idempotent; default true).
+    /// (idempotent; default true). Used by [`super::schedule`],
+    /// [`super::schedule_all`] and [`super::reference::evaluate`]; a
+    /// [`super::ClusterState`] uses the flag it was built with.
     pub merge_match_label_keys: bool,
 }
 

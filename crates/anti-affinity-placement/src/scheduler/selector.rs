@@ -186,89 +186,31 @@ pub(crate) fn wrong_count(
 }
 
 /// Validate a label key: an optional DNS-subdomain prefix (≤ 253 chars) and
-/// `/`, then a name of 1–63 chars, alphanumeric at both ends, `-_.` inside.
+/// `/`, then a name of 1–63 chars, alphanumeric at both ends, `-_.` inside
+/// (apimachinery's rules and wording, from `kube-validation`).
 pub fn validate_key(key: &str, path: &str) -> Result<(), SelectorError> {
-    let err = |reason: &str| SelectorError::InvalidKey {
+    let problems = kube_validation::validate_qualified_name(key);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(SelectorError::InvalidKey {
         path: path.to_owned(),
         key: key.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            return Err(err("prefix part must be non-empty"));
-        }
-        if prefix.len() > 253 {
-            return Err(err("prefix part must be no more than 253 characters"));
-        }
-        if !is_dns_subdomain(prefix) {
-            return Err(err(
-                "prefix part must be a lowercase RFC 1123 subdomain (e.g. example.com)",
-            ));
-        }
-    }
-    if name.is_empty() {
-        return Err(err("name part must be non-empty"));
-    }
-    if name.len() > 63 {
-        return Err(err("name part must be no more than 63 characters"));
-    }
-    if !is_label_name(name) {
-        return Err(err(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        ));
-    }
-    Ok(())
+        reason: problems.join("; "),
+    })
 }
 
 /// Validate a label value: empty, or ≤ 63 chars, alphanumeric at both ends,
-/// `-_.` inside.
+/// `-_.` inside (apimachinery's rules and wording, from `kube-validation`).
 pub fn validate_value(value: &str, path: &str) -> Result<(), SelectorError> {
-    if value.len() > 63 {
-        return Err(SelectorError::InvalidValue {
-            path: path.to_owned(),
-            value: value.to_owned(),
-            reason: "must be no more than 63 characters".to_owned(),
-        });
+    let problems = kube_validation::validate_label_value(value);
+    if problems.is_empty() {
+        return Ok(());
     }
-    if !value.is_empty() && !is_label_name(value) {
-        return Err(SelectorError::InvalidValue {
-            path: path.to_owned(),
-            value: value.to_owned(),
-            reason: "must be empty or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character".to_owned(),
-        });
-    }
-    Ok(())
-}
-
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(f), Some(l)) => {
-            f.is_ascii_alphanumeric()
-                && l.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.split('.').all(|part| {
-        let b = part.as_bytes();
-        match (b.first(), b.last()) {
-            (Some(f), Some(l)) => {
-                (f.is_ascii_lowercase() || f.is_ascii_digit())
-                    && (l.is_ascii_lowercase() || l.is_ascii_digit())
-                    && b.iter()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            }
-            _ => false,
-        }
+    Err(SelectorError::InvalidValue {
+        path: path.to_owned(),
+        value: value.to_owned(),
+        reason: problems.join("; "),
     })
 }
 

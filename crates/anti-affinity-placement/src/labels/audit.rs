@@ -1,0 +1,177 @@
+//! Audit (B, F.3): replicas of one anti-affinity group that share a physical
+//! host, and Nodes without the host label (which silently defeat
+//! anti-affinity: a node missing the topology key is never rejected, C.13).
+//!
+//! A pod takes part when it is bound (`spec.nodeName`), not finished, and its
+//! pod anti-affinity (required or preferred) or one of its topology spread
+//! constraints uses one of our host keys as `topologyKey`. Replicas are
+//! grouped by namespace and controller owner (the owner reference with
+//! `controller: true`, else the first one); pods without owner by namespace
+//! and the label selector of the first such term. A pod's host is the
+//! sanitised name from the host information (node → host) when known, else
+//! the Node's label value for the first host key it carries. Each group with
+//! two or more pods on one host yields one entry; entries are sorted by host,
+//! then pods.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use serde::Serialize;
+
+use super::key::LabelKey;
+use super::sanitize::sanitize_label_value;
+
+/// Pods of one anti-affinity group on one host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SharedHost {
+    /// The host (label value form).
+    pub host: String,
+    /// `namespace/name` of the pods, sorted.
+    pub pods: Vec<String>,
+}
+
+/// Audit result; serialises as `{unlabelledNodes: [...], sharedHosts: [{host, pods}]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Audit {
+    /// Nodes missing (or with an empty value for) any host key, sorted.
+    pub unlabelled_nodes: Vec<String>,
+    /// Replicas sharing a host.
+    pub shared_hosts: Vec<SharedHost>,
+}
+
+/// The selector (debug form) of the first term of `spec` that spreads over
+/// one of `keys`, or `None` if no term does.
+fn host_scoped_term(spec: &PodSpec, keys: &[LabelKey]) -> Option<String> {
+    let uses = |topology_key: &str| keys.iter().any(|k| k.as_str() == topology_key);
+    let anti = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_anti_affinity.as_ref());
+    let required = anti
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .into_iter()
+        .flatten()
+        .find(|t| uses(&t.topology_key))
+        .map(|t| format!("{:?}", t.label_selector));
+    let preferred = || {
+        anti.and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .into_iter()
+        .flatten()
+        .find(|t| uses(&t.pod_affinity_term.topology_key))
+        .map(|t| format!("{:?}", t.pod_affinity_term.label_selector))
+    };
+    let spread = || {
+        spec.topology_spread_constraints
+            .iter()
+            .flatten()
+            .find(|c| uses(&c.topology_key))
+            .map(|c| format!("{:?}", c.label_selector))
+    };
+    required.or_else(preferred).or_else(spread)
+}
+
+fn group_of(pod: &Pod, selector: String) -> (String, String) {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let owners = pod.metadata.owner_references.as_deref().unwrap_or_default();
+    let owner = owners
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .or_else(|| owners.first());
+    match owner {
+        Some(o) => (namespace, format!("owner {}/{}", o.kind, o.name)),
+        None => (namespace, format!("selector {selector}")),
+    }
+}
+
+fn node_label<'a>(node: &'a Node, key: &LabelKey) -> Option<&'a str> {
+    node.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key.as_str()))
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+}
+
+/// Audit nodes and pods against the host keys (`keys` non-empty; the caller
+/// passes the configured keys).
+pub fn audit(
+    nodes: &[Node],
+    pods: &[Pod],
+    keys: &[LabelKey],
+    host_of_node: &BTreeMap<String, String>,
+) -> Audit {
+    let mut unlabelled_nodes: Vec<String> = nodes
+        .iter()
+        .filter(|n| keys.iter().any(|k| node_label(n, k).is_none()))
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    unlabelled_nodes.sort();
+    unlabelled_nodes.dedup();
+
+    let labelled_host: BTreeMap<&str, &str> = nodes
+        .iter()
+        .filter_map(|n| {
+            let name = n.metadata.name.as_deref()?;
+            let host = keys.iter().find_map(|k| node_label(n, k))?;
+            Some((name, host))
+        })
+        .collect();
+    let host_of = |node: &str| -> Option<String> {
+        host_of_node
+            .get(node)
+            .map(|h| sanitize_label_value(h))
+            .or_else(|| labelled_host.get(node).map(|h| (*h).to_owned()))
+    };
+
+    // (group, host) → pods
+    let mut placed: BTreeMap<((String, String), String), Vec<String>> = BTreeMap::new();
+    for pod in pods {
+        let Some(spec) = pod.spec.as_ref() else {
+            continue;
+        };
+        let finished = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|p| p == "Succeeded" || p == "Failed");
+        let Some(node) = spec.node_name.as_deref() else {
+            continue;
+        };
+        if finished {
+            continue;
+        }
+        let Some(selector) = host_scoped_term(spec, keys) else {
+            continue;
+        };
+        let Some(host) = host_of(node) else { continue };
+        let name = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+        placed
+            .entry((group_of(pod, selector), host))
+            .or_default()
+            .push(name);
+    }
+    let mut shared_hosts: Vec<SharedHost> = placed
+        .into_iter()
+        .filter(|(_, pods)| pods.len() > 1)
+        .map(|((_, host), mut pods)| {
+            pods.sort();
+            SharedHost { host, pods }
+        })
+        .collect();
+    shared_hosts.sort_by(|a, b| (&a.host, &a.pods).cmp(&(&b.host, &b.pods)));
+    Audit {
+        unlabelled_nodes,
+        shared_hosts,
+    }
+}
