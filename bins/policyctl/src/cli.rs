@@ -89,6 +89,15 @@ pub enum Command {
     Queue(QueueArgs),
     /// kube-scheduler's verdict for a pod, or placement of every unbound pod.
     Schedule(ScheduleArgs),
+    /// VM placement over physical hosts from a HostInventory.
+    Hosts {
+        /// What to plan.
+        #[command(subcommand)]
+        action: HostsAction,
+    },
+    /// Physical-host labels of the Nodes, and an audit of replicas sharing a
+    /// host.
+    HostLabels(HostLabelsArgs),
     /// Why a Pending pod (a data-mover pod especially) does not schedule.
     Diagnose(DiagnoseArgs),
     /// The whole picture in tables: everything the other commands compute.
@@ -157,6 +166,55 @@ pub struct ScheduleArgs {
     /// kube-scheduler's `ignorePreferredTermsOfExistingPods`.
     #[arg(long, env = "POLICYCTL_IGNORE_PREFERRED_TERMS_OF_EXISTING_PODS")]
     pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+/// `hosts` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HostsAction {
+    /// Place the VMs that have no host yet, in list order.
+    Plan,
+    /// Plan live migrations that even out a group (or anti-affinity set).
+    Rebalance {
+        /// The group or anti-affinity set.
+        #[arg(long, env = "POLICYCTL_GROUP")]
+        group: String,
+        /// Most migrations to plan (default: as many as needed).
+        #[arg(long, env = "POLICYCTL_BUDGET")]
+        budget: Option<usize>,
+    },
+    /// Choose the VMs to delete when a group shrinks.
+    ScaleDown {
+        /// The group.
+        #[arg(long, env = "POLICYCTL_GROUP")]
+        group: String,
+        /// How many VMs to remove.
+        #[arg(long, env = "POLICYCTL_REMOVE")]
+        remove: usize,
+    },
+}
+
+/// Options of `host-labels`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HostLabelsArgs {
+    /// Label key carrying the host (default
+    /// `node.cluster.x-k8s.io/esxi-host`; a
+    /// `node-restriction.kubernetes.io/` key cannot be forged by kubelets).
+    #[arg(long, env = "POLICYCTL_HOST_LABEL_KEY")]
+    pub key: Option<String>,
+    /// `sanitize VALUE`: the label value a host name becomes.
+    #[command(subcommand)]
+    pub action: Option<HostLabelsAction>,
+}
+
+/// `host-labels` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HostLabelsAction {
+    /// The always-valid label value for a host name (FQDN, IPv4 or IPv6).
+    Sanitize {
+        /// The host name.
+        value: String,
+    },
 }
 
 /// Options of `diagnose`.

@@ -353,3 +353,118 @@ status: {phase: Queued, queuePosition: 1}
         run.stderr
     );
 }
+
+#[test]
+fn hosts_snapshots() {
+    snapshot("hosts_plan", &["hosts", "plan"]);
+    snapshot(
+        "hosts_rebalance",
+        &["hosts", "rebalance", "--group", "prod-md-0"],
+    );
+    snapshot(
+        "hosts_scale_down",
+        &["hosts", "scale-down", "--group", "prod-md-0", "--remove", "2"],
+    );
+}
+
+#[test]
+fn hosts_contract_keys() {
+    let keys = |args: &[&str]| -> Vec<String> {
+        let mut args = args.to_vec();
+        args.extend(["-o", "json"]);
+        let value: serde_json::Value = serde_json::from_str(&ok(&args).stdout).expect("JSON");
+        value.as_object().expect("object").keys().cloned().collect()
+    };
+    assert_eq!(
+        keys(&["hosts", "plan"]),
+        ["assignments", "unplaced", "violations"]
+    );
+    assert_eq!(
+        keys(&["hosts", "rebalance", "--group", "prod-md-0", "--budget", "0"]),
+        ["countsAfter", "countsBefore", "moves"]
+    );
+    assert_eq!(
+        keys(&["hosts", "scale-down", "--group", "prod-md-0", "--remove", "1"]),
+        ["countsAfter", "victims"]
+    );
+}
+
+#[test]
+fn hosts_errors_name_the_problem() {
+    let run = run(&["hosts", "rebalance", "--group", "no-such-group"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .ends_with("error: hosts rebalance: no group or antiAffinitySet named \"no-such-group\"\n"),
+        "{}",
+        run.stderr
+    );
+    let run = common::run(&["-f", &example("nodes.yaml"), "hosts", "plan"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.contains("no HostInventory (apiVersion policyctl/v1alpha1) in the input"),
+        "{}",
+        run.stderr
+    );
+    let run = run_with_stdin(
+        &["-f", "-", "hosts", "plan"],
+        "apiVersion: policyctl/v1alpha1\nkind: HostInventory\nhosts:\n- {name: esx-1, capacity: {cpu: 4}, maintenanceMode: true}\n",
+    );
+    assert_eq!(run.exit, Exit::Failure);
+    insta::assert_snapshot!("error_host_inventory_unknown_field", run.stderr);
+}
+
+#[test]
+fn host_labels_snapshots() {
+    snapshot("host_labels", &["host-labels"]);
+    snapshot(
+        "host_labels_node_restriction_key",
+        &["host-labels", "--key", "node-restriction.kubernetes.io/esxi-host"],
+    );
+    snapshot(
+        "host_labels_sanitize_ipv6",
+        &["host-labels", "sanitize", "fe80::1%eth0"],
+    );
+}
+
+#[test]
+fn host_labels_contract_keys() {
+    let value: serde_json::Value =
+        serde_json::from_str(&ok(&["host-labels", "-o", "json"]).stdout).expect("JSON");
+    assert_eq!(
+        value["nodes"]["worker-b3"],
+        serde_json::json!({"set": {"node.cluster.x-k8s.io/esxi-host": "esx-04"}, "remove": []})
+    );
+    assert_eq!(
+        value["audit"]["unlabelledNodes"],
+        serde_json::json!(["worker-b3"])
+    );
+    assert_eq!(
+        value["audit"]["sharedHosts"][0]["host"],
+        serde_json::json!("esx-04")
+    );
+    let sanitized = ok(&["host-labels", "sanitize", "::1", "-o", "json"]);
+    let sanitized: serde_json::Value = serde_json::from_str(&sanitized.stdout).expect("JSON");
+    assert_eq!(
+        sanitized.as_object().expect("object").keys().collect::<Vec<_>>(),
+        ["valid", "value"]
+    );
+    assert_eq!(sanitized["valid"], serde_json::json!(true));
+}
+
+#[test]
+fn sanitize_reads_no_input() {
+    let run = ok(&["host-labels", "sanitize", "esx-01.example.com"]);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn invalid_host_label_key_is_an_error() {
+    let run = run(&["host-labels", "--key", "bad key"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.contains("error: --key: \"bad key\" is not a valid label key"),
+        "{}",
+        run.stderr
+    );
+}

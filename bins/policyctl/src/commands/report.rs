@@ -1,16 +1,19 @@
 //! `report`: the whole picture in tables — configuration findings,
 //! per-node concurrency, data-mover pod placement for pending loads, the
-//! backup queue — after a summary of the input.
+//! backup queue, host labels and the host anti-affinity audit, VM placement
+//! — after a summary of the input.
 
 use std::collections::BTreeSet;
+use std::io::Write;
 
 use affinity_translate::{NodeAgentConfig, NodeOs, diagnose};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
+use crate::cli::HostsAction;
 use crate::commands::affinity::{Direction, fragment_for_pvc};
 use crate::commands::config_source::ConfigInput;
-use crate::commands::{CommandError, concurrency, config_check, queue};
+use crate::commands::{CommandError, concurrency, config_check, host_labels, hosts, queue};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
 
@@ -18,7 +21,11 @@ use crate::output::{Output, section, table};
 const DEFAULT_CONCURRENT_BACKUPS: u32 = 1;
 
 /// Builds the report.
-pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, CommandError> {
+pub fn run(
+    config: &ConfigInput,
+    inventory: &Inventory,
+    stderr: &mut dyn Write,
+) -> Result<Output, CommandError> {
     let mut text = String::new();
     let mut document = Map::new();
 
@@ -73,6 +80,22 @@ pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, Comman
         &rendered.table,
     ));
     document.insert("queue".to_owned(), rendered.document);
+
+    let labels = host_labels::report(inventory, None, stderr)?;
+    text.push_str(&section(
+        "Host labels and host anti-affinity audit",
+        &host_labels::table_text(&labels),
+    ));
+    document.insert("hostLabels".to_owned(), host_labels::document(&labels));
+
+    if inventory.host_inventories.len() == 1 {
+        let plan = hosts::run(inventory, &HostsAction::Plan)?;
+        text.push_str(&section(
+            "VM placement over physical hosts (HostInventory)",
+            &plan.table,
+        ));
+        document.insert("hosts".to_owned(), plan.document);
+    }
 
     text.truncate(text.trim_end().len());
     text.push('\n');
