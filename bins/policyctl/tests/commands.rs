@@ -363,7 +363,14 @@ fn hosts_snapshots() {
     );
     snapshot(
         "hosts_scale_down",
-        &["hosts", "scale-down", "--group", "prod-md-0", "--remove", "2"],
+        &[
+            "hosts",
+            "scale-down",
+            "--group",
+            "prod-md-0",
+            "--remove",
+            "2",
+        ],
     );
 }
 
@@ -380,11 +387,25 @@ fn hosts_contract_keys() {
         ["assignments", "unplaced", "violations"]
     );
     assert_eq!(
-        keys(&["hosts", "rebalance", "--group", "prod-md-0", "--budget", "0"]),
+        keys(&[
+            "hosts",
+            "rebalance",
+            "--group",
+            "prod-md-0",
+            "--budget",
+            "0"
+        ]),
         ["countsAfter", "countsBefore", "moves"]
     );
     assert_eq!(
-        keys(&["hosts", "scale-down", "--group", "prod-md-0", "--remove", "1"]),
+        keys(&[
+            "hosts",
+            "scale-down",
+            "--group",
+            "prod-md-0",
+            "--remove",
+            "1"
+        ]),
         ["countsAfter", "victims"]
     );
 }
@@ -394,15 +415,17 @@ fn hosts_errors_name_the_problem() {
     let run = run(&["hosts", "rebalance", "--group", "no-such-group"]);
     assert_eq!(run.exit, Exit::Failure);
     assert!(
-        run.stderr
-            .ends_with("error: hosts rebalance: no group or antiAffinitySet named \"no-such-group\"\n"),
+        run.stderr.ends_with(
+            "error: hosts rebalance: no group or antiAffinitySet named \"no-such-group\"\n"
+        ),
         "{}",
         run.stderr
     );
     let run = common::run(&["-f", &example("nodes.yaml"), "hosts", "plan"]);
     assert_eq!(run.exit, Exit::Failure);
     assert!(
-        run.stderr.contains("no HostInventory (apiVersion policyctl/v1alpha1) in the input"),
+        run.stderr
+            .contains("no HostInventory (apiVersion policyctl/v1alpha1) in the input"),
         "{}",
         run.stderr
     );
@@ -419,7 +442,11 @@ fn host_labels_snapshots() {
     snapshot("host_labels", &["host-labels"]);
     snapshot(
         "host_labels_node_restriction_key",
-        &["host-labels", "--key", "node-restriction.kubernetes.io/esxi-host"],
+        &[
+            "host-labels",
+            "--key",
+            "node-restriction.kubernetes.io/esxi-host",
+        ],
     );
     snapshot(
         "host_labels_sanitize_ipv6",
@@ -446,7 +473,11 @@ fn host_labels_contract_keys() {
     let sanitized = ok(&["host-labels", "sanitize", "::1", "-o", "json"]);
     let sanitized: serde_json::Value = serde_json::from_str(&sanitized.stdout).expect("JSON");
     assert_eq!(
-        sanitized.as_object().expect("object").keys().collect::<Vec<_>>(),
+        sanitized
+            .as_object()
+            .expect("object")
+            .keys()
+            .collect::<Vec<_>>(),
         ["valid", "value"]
     );
     assert_eq!(sanitized["valid"], serde_json::json!(true));
@@ -463,7 +494,8 @@ fn invalid_host_label_key_is_an_error() {
     let run = run(&["host-labels", "--key", "bad key"]);
     assert_eq!(run.exit, Exit::Failure);
     assert!(
-        run.stderr.contains("error: --key: \"bad key\" is not a valid label key"),
+        run.stderr
+            .contains("error: --key: \"bad key\" is not a valid label key"),
         "{}",
         run.stderr
     );
