@@ -14,29 +14,45 @@ use crate::args::LeaderElectionConfig;
 use crate::error::Error;
 use crate::shutdown::{Shutdown, ShutdownReason};
 
-/// Held while this replica leads. Dropping it without
-/// [`LeaderGuard::release`] stops renewing (the monitor task ends and
-/// kube-lease-manager releases the Lease in the background).
+/// Held while this replica leads.
+///
+/// [`LeaderGuard::release`] stops renewing and frees the Lease (graceful
+/// hand-over). Dropping the guard instead behaves like a crash: renewing
+/// stops at once (the background tasks are aborted) but the Lease is left to
+/// expire, so a follower takes over only after the lease duration.
 #[derive(Debug)]
 pub struct LeaderGuard {
-    monitor: JoinHandle<()>,
-    manager: JoinHandle<Result<LeaseManager, LeaseManagerError>>,
+    monitor: Option<JoinHandle<()>>,
+    manager: Option<JoinHandle<Result<LeaseManager, LeaseManagerError>>>,
     config: LeaderElectionConfig,
 }
 
 impl LeaderGuard {
     /// Stops renewing and releases the Lease (so a follower can take over
     /// at once instead of waiting for expiry). Call after the controller stopped.
-    pub async fn release(self) -> Result<(), Error> {
-        self.monitor.abort();
-        let _ = self.monitor.await;
-        match self.manager.await {
+    pub async fn release(mut self) -> Result<(), Error> {
+        if let Some(monitor) = self.monitor.take() {
+            // Dropping the monitor's receiver makes kube-lease-manager release the Lease.
+            monitor.abort();
+            let _ = monitor.await;
+        }
+        let Some(manager) = self.manager.take() else {
+            return Ok(());
+        };
+        match manager.await {
             Ok(Ok(_)) | Err(_) => Ok(()),
-            Ok(Err(source)) => Err(Error::LeaderElection {
-                namespace: self.config.lease_namespace,
-                name: self.config.lease_name,
-                source,
-            }),
+            Ok(Err(source)) => Err(lease_error(&self.config, source)),
+        }
+    }
+}
+
+impl Drop for LeaderGuard {
+    fn drop(&mut self) {
+        if let Some(m) = self.monitor.take() {
+            m.abort();
+        }
+        if let Some(m) = self.manager.take() {
+            m.abort();
         }
     }
 }
@@ -91,8 +107,8 @@ pub async fn acquire_leadership(
     tracing::info!(lease = %config.lease_name, identity = %config.identity, "acquired leadership");
     let monitor = tokio::spawn(monitor(rx, shutdown.clone(), config.clone()));
     Ok(Some(LeaderGuard {
-        monitor,
-        manager: handle,
+        monitor: Some(monitor),
+        manager: Some(handle),
         config: config.clone(),
     }))
 }
@@ -110,4 +126,55 @@ async fn monitor(mut rx: watch::Receiver<bool>, shutdown: Shutdown, config: Lead
             () = shutdown.signalled() => return,
         }
     }
+}
+
+/// Runs `work` as the single active replica and reports why it stopped.
+///
+/// With `election` set, first waits for the Lease (returning the shutdown
+/// reason at once if the token fires while waiting); without it, runs
+/// straight away. `work` must itself stop when `shutdown` fires (pass
+/// `shutdown.signalled()` to `Controller::graceful_shutdown_on`). When `work`
+/// returns `Ok`, the token is fired with [`ShutdownReason::Requested`] unless
+/// it already fired; when it returns `Err`, with [`ShutdownReason::Fatal`].
+/// The Lease is then released and the first reason is returned; its
+/// [`ShutdownReason::exit_code`] is what `main` should exit with (non-zero
+/// after a lost Lease).
+///
+/// Readiness is deliberately not tied to leadership: followers must report
+/// ready, or a rolling update would wait forever for a new pod that cannot
+/// get the Lease the old pod holds.
+pub async fn run_while_leading<Fut, E>(
+    client: kube::Client,
+    election: Option<&LeaderElectionConfig>,
+    shutdown: &Shutdown,
+    work: Fut,
+) -> Result<ShutdownReason, Error>
+where
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let guard = match election {
+        Some(config) => match acquire_leadership(client, config, shutdown).await? {
+            Some(guard) => Some(guard),
+            None => return Ok(shutdown.reason().unwrap_or(ShutdownReason::Requested)),
+        },
+        None => None,
+    };
+    match work.await {
+        Ok(()) => {
+            shutdown.trigger(ShutdownReason::Requested);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "controller failed");
+            shutdown.trigger(ShutdownReason::Fatal(e.to_string()));
+        }
+    }
+    let reason = shutdown.reason().unwrap_or(ShutdownReason::Requested);
+    if let Some(guard) = guard {
+        // After a loss the Lease belongs to someone else; releasing is a no-op then.
+        if let Err(e) = guard.release().await {
+            tracing::warn!(error = %e, "could not release the leader Lease");
+        }
+    }
+    Ok(reason)
 }

@@ -116,3 +116,95 @@ async fn shutdown_while_waiting_returns_none() {
     assert_eq!(holder(&fake).as_deref(), Some("a"));
     guard.release().await.unwrap();
 }
+
+#[derive(Debug)]
+struct WorkFailed;
+impl std::fmt::Display for WorkFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("work failed")
+    }
+}
+
+#[tokio::test]
+async fn run_while_leading_stops_work_on_loss_and_reports_exit_code() {
+    use controller_kit::leader::run_while_leading;
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let work = {
+        let (s, stopped) = (shutdown.clone(), stopped.clone());
+        async move {
+            s.signalled().await;
+            stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok::<(), WorkFailed>(())
+        }
+    };
+    let runner = tokio::spawn({
+        let (c, s) = (fake.client(), shutdown.clone());
+        async move { run_while_leading(c, Some(&config("a")), &s, work).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while holder(&fake).as_deref() != Some("a") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never became leader"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fake.modify_value(
+        &ResourceId::new("coordination.k8s.io", "v1", "leases"),
+        Some("default"),
+        "demo",
+        |l| {
+            l["spec"]["holderIdentity"] = json!("intruder");
+            l["spec"]["renewTime"] = json!(jiff::Timestamp::now().to_string());
+        },
+    )
+    .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(10), runner)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(reason, ShutdownReason::LeaseLost);
+    assert_eq!(reason.exit_code(), 2);
+    assert!(
+        stopped.load(std::sync::atomic::Ordering::SeqCst),
+        "work observed the shutdown"
+    );
+    assert_eq!(
+        holder(&fake).as_deref(),
+        Some("intruder"),
+        "a lost Lease is not released over the new holder"
+    );
+}
+
+#[tokio::test]
+async fn run_while_leading_without_election_reports_work_outcome() {
+    use controller_kit::leader::run_while_leading;
+    let fake = FakeApi::new();
+    let ok = run_while_leading(fake.client(), None, &Shutdown::new(), async {
+        Ok::<(), WorkFailed>(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(ok, ShutdownReason::Requested);
+    let failed = run_while_leading(fake.client(), None, &Shutdown::new(), async {
+        Err::<(), _>(WorkFailed)
+    })
+    .await
+    .unwrap();
+    assert_eq!(failed, ShutdownReason::Fatal("work failed".into()));
+    assert_eq!(failed.exit_code(), 1);
+    // A signal that came first wins over the work's own outcome.
+    let s = Shutdown::new();
+    s.trigger(ShutdownReason::Signal("SIGTERM"));
+    let r = run_while_leading(fake.client(), None, &s, async { Ok::<(), WorkFailed>(()) })
+        .await
+        .unwrap();
+    assert_eq!(r.exit_code(), 0);
+    assert!(
+        fake.requests().is_empty(),
+        "no Lease traffic without election"
+    );
+}

@@ -100,6 +100,8 @@ impl std::fmt::Display for ApiError {
     }
 }
 
+impl std::error::Error for ApiError {}
+
 /// Errors of the test helpers (seeding and reading objects directly).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -197,6 +197,21 @@ fn managed_fields_entry(
     }
 }
 
+/// Fills each `managedFields` entry's `fieldsV1` from the ownership table
+/// and drops entries whose manager owns nothing any more.
+fn render_managed_fields(obj: &mut Value, owners: &patch::Owners) {
+    if let Some(list) = obj
+        .pointer_mut("/metadata/managedFields")
+        .and_then(Value::as_array_mut)
+    {
+        for entry in list.iter_mut() {
+            let manager = entry["manager"].as_str().unwrap_or_default().to_owned();
+            entry["fieldsV1"] = patch::fields_v1(owners, &manager);
+        }
+        list.retain(|e| e["fieldsV1"].as_object().is_some_and(|m| !m.is_empty()));
+    }
+}
+
 /// Validates and stores a new object (shared by POST and the seeding helpers).
 #[allow(clippy::too_many_arguments)]
 pub fn create_object(
@@ -288,6 +303,11 @@ pub fn create_object(
         set_meta(&mut obj, "uid", json!("dry-run"));
         return Ok(obj);
     }
+    let owners = store.owners_mut(&key);
+    owners.clear();
+    patch::record_update(owners, &json!({}), &obj, manager);
+    let owners = owners.clone();
+    render_managed_fields(&mut obj, &owners);
     Ok(store.insert(key, obj))
 }
 
@@ -457,7 +477,11 @@ fn commit(
     if dry_run {
         return Ok(new);
     }
-    patch::record_update(store.owners_mut(&key), old, &new, manager);
+    let owners = store.owners_mut(&key);
+    patch::record_update(owners, old, &new, manager);
+    let owners = owners.clone();
+    let mut new = new;
+    render_managed_fields(&mut new, &owners);
     Ok(store.replace(key, new))
 }
 
@@ -578,6 +602,8 @@ fn patch(
         if req.dry_run() {
             return Ok((200, new));
         }
+        let mut new = new;
+        render_managed_fields(&mut new, &owners);
         *store.owners_mut(&key) = owners;
         return Ok((200, store.replace(key, new)));
     }

@@ -415,6 +415,23 @@ impl FakeApi {
     }
 }
 
+/// Polls `condition` every 10 ms until it holds; panics naming `what` after
+/// `timeout`. Controllers are asynchronous: assert outcomes with this
+/// instead of fixed sleeps.
+///
+/// # Panics
+/// When `condition` does not hold within `timeout` (this is a test helper).
+#[allow(clippy::panic)]
+pub async fn eventually(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !condition() {
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The [`ResourceId`] of a kube resource type with a static dynamic type.
 pub fn id_of<K: kube::Resource<DynamicType = ()>>() -> ResourceId {
     ResourceId::new(&K::group(&()), &K::version(&()), &K::plural(&()))

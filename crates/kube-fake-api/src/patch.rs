@@ -10,7 +10,9 @@
 //!   ownership: applying a different value to a leaf owned by another field
 //!   manager without `force=true` is a `409 Conflict`, as on a real API
 //!   server. Fields the manager applied earlier but omits now are not removed,
-//!   and lists are owned atomically. The body must be JSON (kube-rs sends
+//!   and lists are owned atomically. Updates and patches with a
+//!   `fieldManager` take ownership of the leaves they change, and
+//!   `metadata.managedFields[].fieldsV1` shows each manager's leaves. The body must be JSON (kube-rs sends
 //!   apply patches as JSON, which is valid YAML).
 
 use std::collections::BTreeMap;
@@ -80,31 +82,44 @@ pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
-/// Field ownership of one object: leaf path (`spec.holderIdentity`) → manager.
+/// Field ownership of one object: leaf JSON pointer (`/spec/holderIdentity`) → manager.
 pub type Owners = BTreeMap<String, String>;
 
-/// Leaf paths of `value` (objects are descended, everything else is a leaf),
-/// skipping identity fields (`apiVersion`, `kind`, `metadata.name`,
-/// `metadata.namespace`, `metadata.resourceVersion`).
+/// Paths never owned by a field manager: identity and server-set metadata.
+const UNOWNED: &[&str] = &[
+    "/apiVersion",
+    "/kind",
+    "/metadata/name",
+    "/metadata/namespace",
+    "/metadata/resourceVersion",
+    "/metadata/managedFields",
+    "/metadata/uid",
+    "/metadata/creationTimestamp",
+    "/metadata/generation",
+    "/metadata/deletionTimestamp",
+    "/metadata/deletionGracePeriodSeconds",
+    "/metadata/selfLink",
+];
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn unescape(seg: &str) -> String {
+    seg.replace("~1", "/").replace("~0", "~")
+}
+
+/// Leaf paths of `value` as RFC 6901 JSON pointers (objects are descended,
+/// everything else, lists included, is a leaf; empty objects have no
+/// leaves), skipping identity and server-set metadata.
 pub fn leaves(value: &Value) -> Vec<(String, &Value)> {
     fn walk<'a>(v: &'a Value, prefix: &str, out: &mut Vec<(String, &'a Value)>) {
         match v {
-            Value::Object(map) if !map.is_empty() => {
+            // Empty objects own nothing.
+            Value::Object(map) => {
                 for (k, child) in map {
-                    let path = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    if matches!(
-                        path.as_str(),
-                        "apiVersion"
-                            | "kind"
-                            | "metadata.name"
-                            | "metadata.namespace"
-                            | "metadata.resourceVersion"
-                            | "metadata.managedFields"
-                    ) {
+                    let path = format!("{prefix}/{}", escape(k));
+                    if UNOWNED.contains(&path.as_str()) {
                         continue;
                     }
                     walk(child, &path, out);
@@ -120,10 +135,6 @@ pub fn leaves(value: &Value) -> Vec<(String, &Value)> {
     let mut out = Vec::new();
     walk(value, "", &mut out);
     out
-}
-
-fn at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(value, |v, seg| v.get(seg))
 }
 
 /// Server-side-apply ownership check and update: the leaves in `applied`
@@ -145,11 +156,11 @@ pub fn claim_applied_fields(
             .iter()
             .filter(|(path, v)| {
                 owners.get(path).is_some_and(|owner| owner != manager)
-                    && at(current, path) != Some(*v)
+                    && current.pointer(path) != Some(*v)
             })
             .map(|(path, _)| {
                 format!(
-                    ".{path} (owned by {:?})",
+                    "{path} (owned by {:?})",
                     owners.get(path).cloned().unwrap_or_default()
                 )
             })
@@ -164,13 +175,14 @@ pub fn claim_applied_fields(
     Ok(())
 }
 
-/// Ownership after a non-apply write: owned leaves whose value changed move
-/// to `manager` (or lose their owner when the field was removed or no manager
-/// was given), as an `Update` operation does on a real API server.
+/// Ownership after a non-apply write, as an `Update` operation records it
+/// on a real API server: every leaf the write added or changed is owned by
+/// `manager`; leaves that were removed, or changed without a manager, lose
+/// their owner.
 pub fn record_update(owners: &mut Owners, old: &Value, new: &Value, manager: Option<&str>) {
     owners.retain(|path, owner| {
-        let before = at(old, path);
-        let after = at(new, path);
+        let before = old.pointer(path);
+        let after = new.pointer(path);
         if before == after {
             return true;
         }
@@ -182,6 +194,30 @@ pub fn record_update(owners: &mut Owners, old: &Value, new: &Value, manager: Opt
             _ => false,
         }
     });
+    if let Some(m) = manager {
+        for (path, v) in leaves(new) {
+            if !v.is_null() && old.pointer(&path) != Some(v) {
+                owners.insert(path, m.to_owned());
+            }
+        }
+    }
+}
+
+/// The `fieldsV1` document (`{"f:spec": {"f:holderIdentity": {}}}`) of the
+/// leaves `manager` owns.
+pub fn fields_v1(owners: &Owners, manager: &str) -> Value {
+    let mut root = serde_json::Map::new();
+    for (path, _) in owners.iter().filter(|(_, m)| *m == manager) {
+        let mut node = &mut root;
+        for seg in path.split('/').skip(1) {
+            let entry = node
+                .entry(format!("f:{}", unescape(seg)))
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            let Value::Object(next) = entry else { break };
+            node = next;
+        }
+    }
+    Value::Object(root)
 }
 
 #[cfg(test)]
@@ -255,12 +291,12 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(owners["spec.holder"], "mb");
+        assert_eq!(owners["/spec/holder"], "mb");
     }
 
     #[test]
     fn update_that_removes_a_field_drops_its_owner() {
-        let mut owners = Owners::from([("spec.holder".to_owned(), "ma".to_owned())]);
+        let mut owners = Owners::from([("/spec/holder".to_owned(), "ma".to_owned())]);
         record_update(
             &mut owners,
             &json!({"spec": {"holder": "a"}}),
@@ -268,6 +304,25 @@ mod tests {
             Some("mb"),
         );
         assert!(owners.is_empty());
+    }
+
+    #[test]
+    fn updates_own_what_they_change_and_render_as_fields_v1() {
+        let mut owners = Owners::new();
+        let old = json!({"metadata": {"labels": {"a": "1"}}, "status": {}});
+        let new = json!({"metadata": {"labels": {"a": "1", "app.kubernetes.io/name": "x"}, "generation": 2}, "status": {"queuePosition": 3}});
+        record_update(&mut owners, &old, &new, Some("queue"));
+        assert_eq!(
+            fields_v1(&owners, "queue"),
+            json!({"f:metadata": {"f:labels": {"f:app.kubernetes.io/name": {}}}, "f:status": {"f:queuePosition": {}}})
+        );
+        // Keys with dots and slashes are addressed exactly.
+        let applied = json!({"metadata": {"labels": {"app.kubernetes.io/name": "y"}}});
+        let err = claim_applied_fields(&mut owners, &new, &applied, "other", false).unwrap_err();
+        assert_eq!(
+            err,
+            vec!["/metadata/labels/app.kubernetes.io~1name (owned by \"queue\")".to_string()]
+        );
     }
 
     #[test]

@@ -143,9 +143,35 @@ async fn json_strategic_and_apply_patches() {
         .into_iter()
         .filter_map(|m| m.manager)
         .collect();
-    assert!(
-        managers.contains(&"one".to_string()) && managers.contains(&"two".to_string()),
-        "{managers:?}"
+    assert_eq!(
+        managers,
+        ["two"],
+        "a forced apply takes the field; empty entries disappear"
+    );
+
+    // Update writers show up in managedFields with the fields they set.
+    let patched = cms
+        .patch(
+            "s",
+            &PatchParams {
+                field_manager: Some("queue".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"data": {"position": "3"}})),
+        )
+        .await
+        .unwrap();
+    let entry = patched
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .find(|m| m.manager.as_deref() == Some("queue"))
+        .expect("queue entry");
+    assert_eq!(entry.operation.as_deref(), Some("Update"));
+    assert_eq!(
+        serde_json::to_value(entry.fields_v1.unwrap()).unwrap(),
+        json!({"f:data": {"f:position": {}}})
     );
 }
 

@@ -329,3 +329,80 @@ async fn lease_manager_acquires_renews_and_detects_loss() {
         let _ = timeout(Duration::from_secs(5), handle).await;
     }
 }
+
+#[tokio::test]
+async fn streaming_list_watcher_gets_initial_events_end_bookmark() {
+    let fake = FakeApi::new();
+    fake.seed(&cm("a", "1")).unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(fake.client());
+    let mut events = watcher(cms, watcher::Config::default().streaming_lists()).boxed();
+    let mut next = async || {
+        timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("watcher event")
+            .expect("stream open")
+    };
+    assert!(matches!(next().await, Ok(watcher::Event::Init)));
+    assert!(matches!(next().await, Ok(watcher::Event::InitApply(o)) if o.name_any() == "a"));
+    assert!(matches!(next().await, Ok(watcher::Event::InitDone)));
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| !r.is(Verb::List, "configmaps")),
+        "no list call with streaming lists"
+    );
+}
+
+mod custom {
+    use kube::CustomResource;
+    use serde::{Deserialize, Serialize};
+
+    /// A custom resource registered at run time.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+    #[kube(
+        group = "example.com",
+        version = "v1",
+        kind = "Widget",
+        namespaced,
+        status = "WidgetStatus",
+        schema = "disabled"
+    )]
+    pub struct WidgetSpec {
+        pub size: Option<u32>,
+    }
+
+    /// Its status.
+    #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+    pub struct WidgetStatus {
+        pub ready: Option<bool>,
+    }
+}
+
+#[tokio::test]
+async fn registered_custom_resources_work_like_built_in_ones() {
+    use custom::{Widget, WidgetSpec};
+    let fake = FakeApi::new();
+    fake.register(kube_fake_api::ResourceInfo::of::<Widget>(true).with_status_subresource(true));
+    let widgets: Api<Widget> = Api::namespaced(fake.client(), "ns");
+    let w = Widget::new("w1", WidgetSpec { size: Some(3) });
+    widgets.create(&PostParams::default(), &w).await.unwrap();
+    let st = widgets
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(st.status.and_then(|s| s.ready), Some(true));
+    let stored: Widget = fake.get(Some("ns"), "w1").unwrap().unwrap();
+    assert_eq!(stored.spec.size, Some(3));
+    // Unregistered types are a 404 from the server and an error from the helpers.
+    let fake2 = FakeApi::with_registry(kube_fake_api::Registry::empty());
+    let err = Api::<Widget>::namespaced(fake2.client(), "ns")
+        .get("w1")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 404));
+    assert!(fake2.seed(&w).is_err());
+}

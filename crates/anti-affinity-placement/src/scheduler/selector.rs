@@ -263,15 +263,15 @@ mod tests {
             ),
             (
                 expr("a b", "Exists", &[]),
-                "s.matchExpressions[0].key: invalid label key \"a b\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                "s.matchExpressions[0].key: invalid label key \"a b\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
             ),
             (
                 expr("a", "In", &["-x"]),
-                "s.matchExpressions[0].values[0]: invalid label value \"-x\": must be empty or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                "s.matchExpressions[0].values[0]: invalid label value \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
             ),
             (
                 expr("Example.com/a", "Exists", &[]),
-                "s.matchExpressions[0].key: invalid label key \"Example.com/a\": prefix part must be a lowercase RFC 1123 subdomain (e.g. example.com)",
+                "s.matchExpressions[0].key: invalid label key \"Example.com/a\": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
             ),
         ];
         for (sel, msg) in cases {

@@ -1,0 +1,510 @@
+//! Exact mode: admission through a shared ledger.
+//!
+//! # The ledger object
+//!
+//! A ConfigMap (default name [`DEFAULT_LEDGER_NAME`], in Velero's namespace)
+//! whose data key [`LEDGER_DATA_KEY`] holds JSON:
+//!
+//! ```json
+//! {"version":1,"admitted":[{"kind":"DataUpload","namespace":"velero","name":"b1-x7k2p","uid":"6f1c…","admittedAt":"2026-11-22T03:00:00Z"}]}
+//! ```
+//!
+//! `admitted` is sorted by (kind, namespace, name, uid) and has no
+//! duplicates, so the same ledger always serialises to the same bytes. The
+//! object is only ever written with a precondition on its
+//! `metadata.resourceVersion` (a merge patch carrying the resourceVersion, or
+//! an update): two gates that read the same version cannot both write.
+//!
+//! # Protocol (why the limit is never exceeded)
+//!
+//! 1. A gate accepts a `New` load only if the load is listed in the ledger
+//!    (its own successful write, or any later read of the ledger), and the
+//!    accept update is conditional on the load's resourceVersion.
+//! 2. A write adds at most `limit − (entries kept + loads seen in preparation
+//!    outside the ledger)` loads, so the ledger never lists more than
+//!    `limit` loads.
+//! 3. An entry is removed only when its load has permanently left
+//!    preparation: seen deleted (or confirmed gone by a live read), or seen in
+//!    a phase after `Prepared` without the expose label. Phases only move
+//!    forward, so a stale view can only under-remove.
+//!
+//! Hence every load in preparation is listed in the current ledger, and the
+//! number in preparation is at most `limit` (checked by the model tests in
+//! `tests/exact_model.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::cache::CountCache;
+use crate::config::Limit;
+use crate::gate::{Admission, Decision, HoldReason, hold};
+use crate::model::{FifoKey, Load, LoadId, LoadKind};
+
+/// The ConfigMap data key holding the ledger JSON.
+pub const LEDGER_DATA_KEY: &str = "ledger.json";
+
+/// Default name of the ledger ConfigMap.
+pub const DEFAULT_LEDGER_NAME: &str = "velero-prepare-queue-ledger";
+
+/// Format version written in [`Ledger::version`].
+pub const LEDGER_FORMAT_VERSION: u32 = 1;
+
+/// How long other nodes leave the acceptance of a load to the node that
+/// admitted it (see [`LedgerEntry::admitted_by`]).
+pub const ACCEPT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What exact mode needs besides the count cache: the ledger as last read
+/// and this node-agent's name (written into the entries it adds).
+#[derive(Clone, Copy, Debug)]
+pub struct ExactView<'a> {
+    /// The ledger as last read (watch, own write, or GET after a conflict;
+    /// keep the one with the newest resourceVersion).
+    pub ledger: &'a LedgerSnapshot,
+    /// This node-agent's node name.
+    pub node: &'a str,
+}
+
+/// One admitted load. Serialised flat: `kind`, `namespace`, `name`, `uid`,
+/// `admittedAt`, `admittedBy`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "RawEntry", from = "RawEntry")]
+pub struct LedgerEntry {
+    /// The admitted load.
+    pub id: LoadId,
+    /// When it was admitted.
+    pub admitted_at: Timestamp,
+    /// The node-agent that admitted it. Only that node accepts the load
+    /// during [`ACCEPT_GRACE`] after `admitted_at` (so DataUpload/DataDownload
+    /// are not accepted by every node in a race); after that any node does,
+    /// in case the admitting node died.
+    pub admitted_by: String,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawEntry {
+    kind: LoadKind,
+    namespace: String,
+    name: String,
+    uid: String,
+    admitted_at: Timestamp,
+    admitted_by: String,
+}
+
+impl From<RawEntry> for LedgerEntry {
+    fn from(r: RawEntry) -> Self {
+        LedgerEntry {
+            id: LoadId::new(r.kind, r.namespace, r.name, r.uid),
+            admitted_at: r.admitted_at,
+            admitted_by: r.admitted_by,
+        }
+    }
+}
+
+impl From<LedgerEntry> for RawEntry {
+    fn from(e: LedgerEntry) -> Self {
+        RawEntry {
+            kind: e.id.kind,
+            namespace: e.id.namespace,
+            name: e.id.name,
+            uid: e.id.uid,
+            admitted_at: e.admitted_at,
+            admitted_by: e.admitted_by,
+        }
+    }
+}
+
+impl LedgerEntry {
+    fn new(id: &LoadId, admitted_at: Timestamp, admitted_by: &str) -> Self {
+        LedgerEntry {
+            id: id.clone(),
+            admitted_at,
+            admitted_by: admitted_by.to_owned(),
+        }
+    }
+
+    fn is_key(&self, k: &FifoKey) -> bool {
+        self.id.uid == k.uid
+            && self.id.kind == k.kind
+            && self.id.name == k.name
+            && self.id.namespace == k.namespace
+    }
+}
+
+/// The ledger content.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Ledger {
+    /// Format version, [`LEDGER_FORMAT_VERSION`].
+    pub version: u32,
+    /// Admitted loads, sorted by id, unique.
+    pub admitted: Vec<LedgerEntry>,
+}
+
+/// The ledger could not be read.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The JSON does not parse.
+    #[error("data.{key} of the prepare-queue ledger is not valid JSON: {message}")]
+    Json {
+        /// The data key.
+        key: String,
+        /// serde_json's message (with line and column).
+        message: String,
+    },
+    /// A version this crate does not know.
+    #[error(
+        "data.{key} of the prepare-queue ledger has version {found}, this gate understands version {LEDGER_FORMAT_VERSION}"
+    )]
+    Version {
+        /// The data key.
+        key: String,
+        /// The version found.
+        found: u32,
+    },
+    /// The same load listed twice.
+    #[error("data.{key}.admitted of the prepare-queue ledger lists {id} twice")]
+    Duplicate {
+        /// The data key.
+        key: String,
+        /// The duplicate.
+        id: String,
+    },
+}
+
+impl Ledger {
+    /// An empty ledger.
+    pub fn empty() -> Ledger {
+        Ledger {
+            version: LEDGER_FORMAT_VERSION,
+            admitted: Vec::new(),
+        }
+    }
+
+    /// Reads the ledger from a ConfigMap's `data`. A missing map or key is
+    /// an empty ledger. Entries are sorted on read.
+    pub fn from_config_map_data(
+        data: Option<&BTreeMap<String, String>>,
+    ) -> Result<Ledger, LedgerError> {
+        let Some(text) = data.and_then(|d| d.get(LEDGER_DATA_KEY)) else {
+            return Ok(Ledger::empty());
+        };
+        Ledger::from_json(text)
+    }
+
+    /// Parses the JSON form.
+    pub fn from_json(text: &str) -> Result<Ledger, LedgerError> {
+        let key = LEDGER_DATA_KEY.to_owned();
+        let mut ledger: Ledger = serde_json::from_str(text).map_err(|e| LedgerError::Json {
+            key: key.clone(),
+            message: e.to_string(),
+        })?;
+        if ledger.version != LEDGER_FORMAT_VERSION {
+            return Err(LedgerError::Version {
+                key,
+                found: ledger.version,
+            });
+        }
+        ledger.admitted.sort_by(|a, b| a.id.cmp(&b.id));
+        for pair in ledger.admitted.windows(2) {
+            if pair[0].id == pair[1].id {
+                return Err(LedgerError::Duplicate {
+                    key,
+                    id: pair[0].id.to_string(),
+                });
+            }
+        }
+        Ok(ledger)
+    }
+
+    /// The canonical JSON form (compact, entries sorted).
+    pub fn to_json(&self) -> String {
+        let mut sorted = self.clone();
+        sorted.admitted.sort_by(|a, b| a.id.cmp(&b.id));
+        serde_json::to_string(&sorted).unwrap_or_default()
+    }
+
+    /// The ids listed.
+    pub fn ids(&self) -> BTreeSet<LoadId> {
+        self.admitted.iter().map(|e| e.id.clone()).collect()
+    }
+
+    /// Whether a load is listed.
+    pub fn contains(&self, id: &LoadId) -> bool {
+        self.entry(id).is_some()
+    }
+
+    /// The entry of a load.
+    pub fn entry(&self, id: &LoadId) -> Option<&LedgerEntry> {
+        self.admitted.iter().find(|e| e.id == *id)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.admitted.len()
+    }
+
+    /// Whether the ledger is empty.
+    pub fn is_empty(&self) -> bool {
+        self.admitted.is_empty()
+    }
+}
+
+/// The ledger as a gate last read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LedgerSnapshot {
+    /// `metadata.resourceVersion` of the ConfigMap; `None` if it does not
+    /// exist (the first write creates it).
+    pub resource_version: Option<String>,
+    /// The content.
+    pub ledger: Ledger,
+}
+
+impl LedgerSnapshot {
+    /// The ledger object does not exist yet.
+    pub fn absent() -> LedgerSnapshot {
+        LedgerSnapshot {
+            resource_version: None,
+            ledger: Ledger::empty(),
+        }
+    }
+}
+
+/// A ledger write: the new content and the resourceVersion it must replace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LedgerWrite {
+    /// The write must fail unless the object is still at this version;
+    /// `None`: create the object (fails if it exists).
+    pub expected_resource_version: Option<String>,
+    /// The new content.
+    pub ledger: Ledger,
+    /// Loads this write admits, in admission order (the load decided on is
+    /// among them).
+    pub admitted: Vec<LoadId>,
+    /// Entries this write removes (their loads left preparation).
+    pub removed: Vec<LoadId>,
+}
+
+impl LedgerWrite {
+    /// The ConfigMap `data` to write.
+    pub fn data(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(LEDGER_DATA_KEY.to_owned(), self.ledger.to_json())])
+    }
+
+    /// A JSON merge patch for the ConfigMap that the API server applies only
+    /// if the object is still at [`LedgerWrite::expected_resource_version`]
+    /// (a resourceVersion in a patch is a precondition; a mismatch is 409).
+    /// Only for updates: when `expected_resource_version` is `None`, create
+    /// the ConfigMap with [`LedgerWrite::data`] instead.
+    pub fn merge_patch(&self) -> serde_json::Value {
+        serde_json::json!({
+            "metadata": { "resourceVersion": self.expected_resource_version },
+            "data": self.data(),
+        })
+    }
+}
+
+/// Why an entry may be removed, from this view.
+fn has_left_preparation(cache: &CountCache, id: &LoadId) -> bool {
+    if cache.is_deleted(id) {
+        return true;
+    }
+    match cache.get(id) {
+        Some(load) => load.phase.is_past_preparation() && !load.expose_on_going,
+        None => false,
+    }
+}
+
+/// Ledger entries whose load this view neither has nor saw deleted. They keep
+/// their slot; a controller should GET each (a live read) and call
+/// [`CountCache::confirm_deleted`] if it is gone (not found, or another UID),
+/// e.g. after a watch re-list that missed the delete.
+pub fn unconfirmed_entries(ledger: &Ledger, cache: &CountCache) -> Vec<LoadId> {
+    ledger
+        .admitted
+        .iter()
+        .map(|e| &e.id)
+        .filter(|id| cache.get(id).is_none() && !cache.is_deleted(id))
+        .cloned()
+        .collect()
+}
+
+/// A write that only removes entries whose loads left preparation, if there
+/// are any. Not needed for progress (admitting writes clean up too); useful to
+/// keep the ledger readable for humans.
+pub fn plan_cleanup(snapshot: &LedgerSnapshot, cache: &CountCache) -> Option<LedgerWrite> {
+    let (kept, removed) = split(&snapshot.ledger, cache);
+    if removed.is_empty() {
+        return None;
+    }
+    Some(LedgerWrite {
+        expected_resource_version: snapshot.resource_version.clone(),
+        ledger: Ledger {
+            version: LEDGER_FORMAT_VERSION,
+            admitted: kept,
+        },
+        admitted: Vec::new(),
+        removed,
+    })
+}
+
+fn split(ledger: &Ledger, cache: &CountCache) -> (Vec<LedgerEntry>, Vec<LoadId>) {
+    let mut kept = Vec::new();
+    let mut removed = Vec::new();
+    for entry in &ledger.admitted {
+        if has_left_preparation(cache, &entry.id) {
+            removed.push(entry.id.clone());
+        } else {
+            kept.push(entry.clone());
+        }
+    }
+    (kept, removed)
+}
+
+/// The exact-mode decision for a load the gate applies to.
+///
+/// Holds allocate nothing beyond the reason; only an admission builds the
+/// new ledger.
+pub(crate) fn decide_exact(
+    limit: Limit,
+    cache: &CountCache,
+    view: ExactView<'_>,
+    load: &Load,
+    now: Timestamp,
+) -> Decision {
+    let snapshot = view.ledger;
+    let ledger = &snapshot.ledger;
+    if let Some(entry) = ledger.entry(&load.id) {
+        let grace_over = jiff::SignedDuration::try_from(ACCEPT_GRACE)
+            .ok()
+            .and_then(|g| entry.admitted_at.checked_add(g).ok())
+            .is_none_or(|deadline| now >= deadline);
+        if entry.admitted_by != view.node && !grace_over {
+            return hold(HoldReason::AdmittedElsewhere {
+                node: entry.admitted_by.clone(),
+            });
+        }
+        return Decision::Admit(Admission {
+            occupied: ledger.len() as u64,
+            limit: limit.get(),
+            ahead: 0,
+            already_in_ledger: true,
+        });
+    }
+    let kept = |id: &LoadId| -> bool {
+        ledger.admitted.iter().any(|e| e.id == *id) && !has_left_preparation(cache, id)
+    };
+    let kept_count = ledger
+        .admitted
+        .iter()
+        .filter(|e| !has_left_preparation(cache, &e.id))
+        .count() as u64;
+    let unledgered = cache.in_preparation().filter(|id| !kept(id)).count() as u64;
+    let occupied = kept_count + unledgered;
+    if occupied >= limit.get() {
+        return hold(HoldReason::LedgerFull {
+            ledger_entries: kept_count,
+            unledgered,
+            limit: limit.get(),
+        });
+    }
+    let free = limit.get() - occupied;
+    let key = load.fifo_key();
+    // The waiting loads ahead of this one that the ledger does not list yet
+    // (a listed one keeps its slot and is counted in `kept_count`).
+    let listed = |k: &FifoKey| ledger.admitted.iter().any(|e| e.is_key(k));
+    let ahead: Vec<&FifoKey> = cache
+        .waiting()
+        .take_while(|k| **k < key)
+        .filter(|k| !listed(k))
+        .take(usize::try_from(free).unwrap_or(usize::MAX))
+        .collect();
+    if ahead.len() as u64 >= free {
+        return hold(HoldReason::WaitingBehind {
+            ahead: ahead.len() as u64,
+            free,
+            limit: limit.get(),
+        });
+    }
+    // Admit the loads ahead (they are next anyway) and this one, in one write.
+    let (mut entries, removed) = split(ledger, cache);
+    let mut admitted: Vec<LoadId> = ahead.iter().map(|k| k.id()).collect();
+    admitted.push(load.id.clone());
+    entries.extend(
+        admitted
+            .iter()
+            .map(|id| LedgerEntry::new(id, now, view.node)),
+    );
+    entries.sort_by(|a, b| a.id.cmp(&b.id));
+    Decision::WriteLedger(LedgerWrite {
+        expected_resource_version: snapshot.resource_version.clone(),
+        ledger: Ledger {
+            version: LEDGER_FORMAT_VERSION,
+            admitted: entries,
+        },
+        admitted,
+        removed,
+    })
+}
+
+/// Admits the next loads of this node's queue, up to the free slots of this
+/// view, and removes the entries whose loads left preparation, in one write;
+/// `None` if there is nothing to admit.
+///
+/// Call it on the node that just moved a load out of preparation (to
+/// `InProgress`, or a terminal phase), right after applying that update to
+/// its own cache: that node knows first that a slot is free, so letting it
+/// (rather than every node-agent) take the slot avoids a burst of
+/// conflicting ledger writes. Loads it admits for itself it accepts at once;
+/// the others are accepted by their nodes when they see the ledger.
+pub fn plan_admissions(
+    limit: Limit,
+    cache: &CountCache,
+    view: ExactView<'_>,
+    now: Timestamp,
+) -> Option<LedgerWrite> {
+    let ledger = &view.ledger.ledger;
+    let kept_count = ledger
+        .admitted
+        .iter()
+        .filter(|e| !has_left_preparation(cache, &e.id))
+        .count() as u64;
+    let kept = |id: &LoadId| -> bool {
+        ledger.admitted.iter().any(|e| e.id == *id) && !has_left_preparation(cache, id)
+    };
+    let unledgered = cache.in_preparation().filter(|id| !kept(id)).count() as u64;
+    let free = limit.get().checked_sub(kept_count + unledgered)?;
+    if free == 0 {
+        return None;
+    }
+    let listed = |k: &FifoKey| ledger.admitted.iter().any(|e| e.is_key(k));
+    let admitted: Vec<LoadId> = cache
+        .waiting()
+        .filter(|k| !listed(k))
+        .take(usize::try_from(free).unwrap_or(usize::MAX))
+        .map(FifoKey::id)
+        .collect();
+    if admitted.is_empty() {
+        return None;
+    }
+    let (mut entries, removed) = split(ledger, cache);
+    entries.extend(
+        admitted
+            .iter()
+            .map(|id| LedgerEntry::new(id, now, view.node)),
+    );
+    entries.sort_by(|a, b| a.id.cmp(&b.id));
+    Some(LedgerWrite {
+        expected_resource_version: view.ledger.resource_version.clone(),
+        ledger: Ledger {
+            version: LEDGER_FORMAT_VERSION,
+            admitted: entries,
+        },
+        admitted,
+        removed,
+    })
+}
