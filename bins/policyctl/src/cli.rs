@@ -87,6 +87,8 @@ pub enum Command {
     Affinity(AffinityArgs),
     /// Steady state of the concurrent backup queue with no backup finishing.
     Queue(QueueArgs),
+    /// Which New loads one prepare-queue gate would admit now.
+    Soothe(SootheArgs),
     /// kube-scheduler's verdict for a pod, or placement of every unbound pod.
     Schedule(ScheduleArgs),
     /// VM placement over physical hosts from a HostInventory.
@@ -145,6 +147,23 @@ pub struct QueueArgs {
     /// Velero's `--concurrent-backups` (values below 1 mean 1).
     #[arg(long, default_value_t = 1, env = "POLICYCTL_CONCURRENT_BACKUPS")]
     pub concurrent_backups: u32,
+}
+
+/// Options of `soothe`.
+#[derive(Debug, Args)]
+pub struct SootheArgs {
+    /// How the gate decides.
+    #[arg(long, value_enum, default_value_t = SootheMode::Optimistic, env = "POLICYCTL_SOOTHE_MODE")]
+    pub mode: SootheMode,
+}
+
+/// Gate modes of `soothe --mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SootheMode {
+    /// Velero's soft limit, with exact counts and first-in first-out order.
+    Optimistic,
+    /// Admission through a shared ledger: never more than the limit.
+    Exact,
 }
 
 /// Options of `schedule`.

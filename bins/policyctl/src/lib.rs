@@ -21,6 +21,7 @@ use std::io::{Read, Write};
 pub use cli::{
     AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, HostLabelsAction,
     HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs, ScheduleArgs,
+    SootheArgs, SootheMode,
 };
 pub use commands::CommandError;
 

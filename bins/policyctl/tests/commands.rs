@@ -500,3 +500,67 @@ fn invalid_host_label_key_is_an_error() {
         run.stderr
     );
 }
+
+#[test]
+fn soothe_snapshots() {
+    snapshot("soothe", &["soothe"]);
+    snapshot("soothe_exact", &["soothe", "--mode", "exact"]);
+}
+
+#[test]
+fn soothe_contract_keys_and_admission_order() {
+    let value: serde_json::Value =
+        serde_json::from_str(&ok(&["soothe", "-o", "json"]).stdout).expect("JSON");
+    assert_eq!(
+        value
+            .as_object()
+            .expect("object")
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "admit",
+            "constrained",
+            "hold",
+            "inPreparation",
+            "prepareQueueLength"
+        ]
+    );
+    // Three loads are in preparation against a limit of four: the oldest
+    // waiting load gets the one free slot.
+    assert_eq!(value["prepareQueueLength"], serde_json::json!(4));
+    assert_eq!(value["inPreparation"], serde_json::json!(3));
+    assert_eq!(value["constrained"], serde_json::json!(false));
+    assert_eq!(
+        value["admit"],
+        serde_json::json!(["DataUpload/velero/team-sync-20260520-2hj6f"])
+    );
+    assert_eq!(value["hold"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn soothe_without_a_limit_admits_everything() {
+    let input = "\
+apiVersion: velero.io/v2alpha1
+kind: DataUpload
+metadata: {name: a, namespace: velero, creationTimestamp: '2026-05-20T01:00:00Z'}
+spec: {}
+---
+apiVersion: velero.io/v1
+kind: PodVolumeBackup
+metadata: {name: b, namespace: velero, creationTimestamp: '2026-05-20T00:59:00Z'}
+spec: {node: n1}
+";
+    let run = run_with_stdin(&["-f", "-", "soothe", "-o", "json"], input);
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    let value: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(value["prepareQueueLength"], serde_json::Value::Null);
+    assert_eq!(
+        value["admit"],
+        serde_json::json!(["PodVolumeBackup/velero/b", "DataUpload/velero/a"])
+    );
+    assert!(
+        run.stderr.contains("the gate is disabled"),
+        "{}",
+        run.stderr
+    );
+}

@@ -13,6 +13,7 @@ mod queue;
 mod render;
 mod report;
 mod schedule;
+mod soothe;
 
 use std::io::Write;
 
@@ -104,6 +105,10 @@ pub fn execute(
         }
         Command::Queue(args) => {
             queue::run(inventory, args.concurrent_backups, stderr).map(CommandResult::success)
+        }
+        Command::Soothe(args) => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            soothe::run(config.config()?, inventory, args.mode, stderr).map(CommandResult::success)
         }
         Command::Schedule(args) => {
             let options = Options {

@@ -1,6 +1,6 @@
 //! `report`: the whole picture in tables — configuration findings,
 //! per-node concurrency, data-mover pod placement for pending loads, the
-//! backup queue, host labels and the host anti-affinity audit, VM placement
+//! backup queue, load admission, host labels and the host anti-affinity audit, VM placement
 //! — after a summary of the input.
 
 use std::collections::BTreeSet;
@@ -10,10 +10,10 @@ use affinity_translate::{NodeAgentConfig, NodeOs, diagnose};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
-use crate::cli::HostsAction;
+use crate::cli::{HostsAction, SootheMode};
 use crate::commands::affinity::{Direction, fragment_for_pvc};
 use crate::commands::config_source::ConfigInput;
-use crate::commands::{CommandError, concurrency, config_check, host_labels, hosts, queue};
+use crate::commands::{CommandError, concurrency, config_check, host_labels, hosts, queue, soothe};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
 
@@ -80,6 +80,13 @@ pub fn run(
         &rendered.table,
     ));
     document.insert("queue".to_owned(), rendered.document);
+
+    if let Ok(loaded) = &config.loaded {
+        let admissions = soothe::admissions(&loaded.config, inventory, SootheMode::Optimistic)?;
+        let rendered = soothe::render(&admissions, SootheMode::Optimistic);
+        text.push_str(&section("Load admission (prepare queue)", &rendered.table));
+        document.insert("soothe".to_owned(), rendered.document);
+    }
 
     let labels = host_labels::report(inventory, None, stderr)?;
     text.push_str(&section(
