@@ -203,7 +203,14 @@ pub fn table_text(outcome: &QueueOutcome, concurrent_backups: u32) -> String {
         }
     };
     text.push_str(&table(
-        &["backup", "phase", "position", "new phase", "new position", "why"],
+        &[
+            "backup",
+            "phase",
+            "position",
+            "new phase",
+            "new position",
+            "why",
+        ],
         outcome.backups.iter().map(|(key, b)| {
             let why = if outcome.started.contains(key) {
                 "starts now".to_owned()
