@@ -564,3 +564,31 @@ spec: {node: n1}
         run.stderr
     );
 }
+
+#[test]
+fn diagnose_reads_a_data_mover_pod_without_its_data_upload() {
+    // Without the DataUpload and its volume, the pod's own node affinity is
+    // explained (requirement origins unknown).
+    let run = ok(&[
+        "-f",
+        &example("pods.yaml"),
+        "-f",
+        &example("nodes.yaml"),
+        "diagnose",
+        "--pod",
+        "velero/nightly-apps-20260520-c7d5n",
+    ]);
+    insta::assert_snapshot!("diagnose_data_mover_pod_from_its_spec", run.stdout);
+}
+
+#[test]
+fn unreadable_config_file_is_an_error() {
+    let run = run(&["--config", "/nonexistent/config.json", "concurrency"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .contains("error: --config /nonexistent/config.json: cannot read the file: "),
+        "{}",
+        run.stderr
+    );
+}
