@@ -22,7 +22,6 @@ pub mod diagnose;
 pub mod finding;
 pub mod fragment;
 pub mod load;
-pub mod quantity;
 mod schema;
 pub mod translate;
 pub mod validate;
@@ -38,10 +37,10 @@ pub use fragment::{
     BackupVolume, ExposeKind, FragmentError, NodeOs, PodFragment, RestoreVolume, backup_fragment,
     backup_fragment_for, restore_fragment, restore_fragment_for,
 };
+pub use kube_validation::{Quantity, QuantityError};
 pub use load::{
     LoadError, Loaded, load_config_map, load_config_map_data, load_json, load_json_bytes,
 };
-pub use quantity::{Quantity, QuantityError};
 pub use translate::{
     affinity_matches_node, matches_node, select_load_affinity, selector_requirements, to_affinity,
 };

@@ -13,7 +13,7 @@ use crate::config::{
     BackupPvcConfig, CachePvcConfig, LoadAffinity, LoadConcurrency, NodeAgentConfig, PodResources,
 };
 use crate::finding::{Finding, FindingKind};
-use crate::quantity::Quantity;
+use kube_validation::Quantity;
 
 /// Every finding about a configuration, in field order.
 pub fn validate(config: &NodeAgentConfig) -> Vec<Finding> {

@@ -145,3 +145,33 @@ pub struct QueueInput {
     /// `--concurrent-backups`; values below 1 mean 1 (Q4.1).
     pub concurrent_backups: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn velero_phase_strings_map_to_queue_phases() {
+        assert_eq!(Phase::from_velero(""), Phase::New);
+        assert_eq!(Phase::from_velero("New"), Phase::New);
+        assert_eq!(Phase::from_velero("Queued"), Phase::Queued);
+        assert_eq!(Phase::from_velero("ReadyToStart"), Phase::ReadyToStart);
+        assert_eq!(Phase::from_velero("InProgress"), Phase::InProgress);
+        for other in [
+            "WaitingForPluginOperations",
+            "WaitingForPluginOperationsPartiallyFailed",
+            "Finalizing",
+            "FinalizingPartiallyFailed",
+            "Completed",
+            "PartiallyFailed",
+            "Failed",
+            "FailedValidation",
+            "Deleting",
+            "SomethingNew",
+        ] {
+            assert_eq!(Phase::from_velero(other), Phase::Other, "{other}");
+        }
+        assert!(Phase::ReadyToStart.is_active() && Phase::InProgress.is_active());
+        assert!(!Phase::Queued.is_active() && Phase::Queued.is_waiting());
+    }
+}

@@ -13,7 +13,7 @@
 //!   backup left waiting;
 //! - [`QueueState`] keeps resolved namespace sets up to date one
 //!   [`QueueEvent`] at a time and plans without re-resolving anything;
-//! - [`reference`] is a deliberately straightforward model of Velero's own
+//! - [`reference`](mod@reference) is a deliberately straightforward model of Velero's own
 //!   reconcile loop, the baseline for tests and benchmarks.
 //!
 //! No I/O, no clock, no randomness: the same input gives the same plan.

@@ -443,6 +443,49 @@ mod tests {
     }
 
     #[test]
+    fn fast_paths_match_exactly_like_globset() {
+        let names = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "app-a",
+            "app-",
+            "-a",
+            "x*y",
+            "a*",
+            "kube-system",
+        ];
+        let patterns = [
+            "*", "a*", "*a", "app-*", "*-a", "a?", "[ab]*", "*a*", "\\*", "a\\*", "ab",
+        ];
+        let mut cache = PatternCache::default();
+        for p in patterns {
+            let ours = Pattern::compile(p, &mut cache).unwrap();
+            let theirs = globset::Glob::new(p).unwrap().compile_matcher();
+            for n in names {
+                assert_eq!(
+                    ours.is_match(n),
+                    theirs.is_match(n),
+                    "pattern {p:?} on {n:?}"
+                );
+            }
+        }
+        assert!(matches!(
+            Pattern::compile("app-*", &mut cache),
+            Ok(Pattern::Prefix(_))
+        ));
+        assert!(matches!(
+            Pattern::compile("*-a", &mut cache),
+            Ok(Pattern::Suffix(_))
+        ));
+        assert!(matches!(
+            Pattern::compile("a?", &mut cache),
+            Ok(Pattern::Glob(_))
+        ));
+    }
+
+    #[test]
     fn namespace_name_check() {
         assert!(is_namespace_name("kube-system"));
         assert!(is_namespace_name("a1"));

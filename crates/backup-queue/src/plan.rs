@@ -128,8 +128,10 @@ impl Plan {
     /// Applies the writes to a snapshot (what the API server would hold
     /// after they all succeed). Writes for unknown backups are ignored.
     pub fn apply_to(&self, input: &mut QueueInput) {
-        for w in &self.writes {
-            if let Some(b) = input.backups.iter_mut().find(|b| *b.name == *w.backup) {
+        let index: std::collections::HashMap<&str, &StatusWrite> =
+            self.writes.iter().map(|w| (&*w.backup, w)).collect();
+        for b in &mut input.backups {
+            if let Some(w) = index.get(b.name.as_str()) {
                 b.phase = w.change.phase();
                 b.queue_position = w.change.queue_position();
             }

@@ -171,25 +171,28 @@ impl Model<'_> {
         if running >= self.limit {
             return false;
         }
+        // Sets are resolved at most once per reconcile (Velero resolves
+        // them again for every comparison).
         let mut sets: HashMap<usize, BTreeSet<String>> = HashMap::new();
-        let mut set_of = |j: usize, backups: &[BackupInput]| -> BTreeSet<String> {
-            sets.entry(j)
-                .or_insert_with(|| {
-                    velero_namespaces(&backups[j], self.cluster)
+        let cluster = self.cluster;
+        let resolve =
+            |j: usize, backups: &[BackupInput], sets: &mut HashMap<usize, BTreeSet<String>>| {
+                sets.entry(j).or_insert_with(|| {
+                    velero_namespaces(&backups[j], cluster)
                         .into_iter()
                         .collect()
-                })
-                .clone()
-        };
+                });
+            };
         let pos_b = self.position(b);
         let earlier: Vec<usize> = listed
             .iter()
             .copied()
             .filter(|&j| j != b && self.position(j) < pos_b)
             .collect();
-        let mine = set_of(b, &self.backups);
+        resolve(b, &self.backups, &mut sets);
         for &e in &earlier {
-            if !set_of(e, &self.backups).is_disjoint(&mine) {
+            resolve(e, &self.backups, &mut sets);
+            if !sets[&e].is_disjoint(&sets[&b]) {
                 return false;
             }
         }
@@ -198,12 +201,11 @@ impl Model<'_> {
                 continue;
             }
             let pos_e = self.position(e);
-            let set_e = set_of(e, &self.backups);
             let blocked = earlier.iter().any(|&x| {
                 x != e
                     && (self.backups[x].phase.is_active()
                         || (self.backups[x].phase == Phase::Queued && self.position(x) < pos_e))
-                    && !set_of(x, &self.backups).is_disjoint(&set_e)
+                    && !sets[&x].is_disjoint(&sets[&e])
             });
             if !blocked {
                 return false;

@@ -114,9 +114,7 @@ impl QueueState {
     /// once).
     pub fn from_input(input: &QueueInput) -> Self {
         let mut state = Self::new(input.concurrent_backups);
-        for ns in &input.cluster_namespaces {
-            state.universe.add_cluster(ns);
-        }
+        state.universe = Universe::with_cluster(&input.cluster_namespaces);
         let mut latest: HashMap<&str, &BackupInput> = HashMap::new();
         for b in &input.backups {
             latest.insert(b.name.as_str(), b);

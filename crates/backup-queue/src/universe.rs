@@ -14,9 +14,9 @@ pub(crate) struct Universe {
     names: Vec<Arc<str>>,
     in_cluster: Vec<bool>,
     refs: Vec<u32>,
-    ids: HashMap<String, u32>,
+    ids: HashMap<Arc<str>, u32>,
     /// Live names, sorted, for prefix ranges.
-    live: BTreeMap<String, u32>,
+    live: BTreeMap<Arc<str>, u32>,
 }
 
 impl Universe {
@@ -44,10 +44,11 @@ impl Universe {
             return id;
         }
         let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.push(Arc::from(name));
+        let shared: Arc<str> = Arc::from(name);
+        self.names.push(Arc::clone(&shared));
         self.in_cluster.push(false);
         self.refs.push(0);
-        self.ids.insert(name.to_owned(), id);
+        self.ids.insert(shared, id);
         id
     }
 
@@ -63,7 +64,7 @@ impl Universe {
         let after = self.is_live(id);
         match (before, after) {
             (false, true) => {
-                self.live.insert(name.to_owned(), id);
+                self.live.insert(Arc::clone(&self.names[id as usize]), id);
                 Some(id)
             }
             (true, false) => {
@@ -71,6 +72,33 @@ impl Universe {
                 Some(id)
             }
             _ => None,
+        }
+    }
+
+    /// A universe of the given cluster namespaces, built in bulk.
+    pub(crate) fn with_cluster(names: &[String]) -> Self {
+        let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let n = sorted.len();
+        let names: Vec<Arc<str>> = sorted.into_iter().map(Arc::from).collect();
+        let ids: HashMap<Arc<str>, u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (Arc::clone(a), u32::try_from(i).unwrap_or(u32::MAX)))
+            .collect();
+        // Sorted input: the map is built in bulk.
+        let live: BTreeMap<Arc<str>, u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (Arc::clone(a), u32::try_from(i).unwrap_or(u32::MAX)))
+            .collect();
+        Self {
+            names,
+            in_cluster: vec![true; n],
+            refs: vec![0; n],
+            ids,
+            live,
         }
     }
 
@@ -103,7 +131,7 @@ impl Universe {
 
     /// Live namespaces, sorted by name.
     pub(crate) fn live(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.live.iter().map(|(n, &id)| (n.as_str(), id))
+        self.live.iter().map(|(n, &id)| (&**n, id))
     }
 
     /// Live namespaces starting with `prefix`, sorted by name.
@@ -114,7 +142,7 @@ impl Universe {
         self.live
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(move |(n, _)| n.starts_with(prefix))
-            .map(|(n, &id)| (n.as_str(), id))
+            .map(|(n, &id)| (&**n, id))
     }
 }
 
@@ -132,6 +160,20 @@ mod tests {
         assert_eq!(u.live_count(), 0);
         assert_eq!(u.add_ref("a"), Some(a), "ids are stable");
         assert_eq!(u.remove_cluster("zzz"), None);
+    }
+
+    #[test]
+    fn bulk_build_equals_one_by_one() {
+        let names: Vec<String> = ["b", "a", "c", "a"].map(String::from).to_vec();
+        let bulk = Universe::with_cluster(&names);
+        let mut single = Universe::default();
+        for n in &names {
+            single.add_cluster(n);
+        }
+        let live = |u: &Universe| u.live().map(|(n, _)| n.to_owned()).collect::<Vec<_>>();
+        assert_eq!(live(&bulk), live(&single));
+        assert_eq!(bulk.live_count(), 3);
+        assert!(bulk.live_id("c").is_some());
     }
 
     #[test]

@@ -1,8 +1,8 @@
-//! Kubernetes name, label and label-selector validation.
+//! Kubernetes name, label, label-selector and quantity validation.
 //!
 //! The rules and the wording of the messages are apimachinery's
 //! (`k8s.io/apimachinery/pkg/util/validation`, `pkg/labels.NewRequirement`,
-//! `metav1.LabelSelectorAsSelector`), so that a user who has seen the API
+//! `metav1.LabelSelectorAsSelector`, `resource.ParseQuantity`), so that a user who has seen the API
 //! server's complaint recognises ours. Every function is pure and allocation
 //! is limited to the messages of invalid input.
 //!
@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod names;
+mod quantity;
 mod selector;
 
 pub use names::{
@@ -20,6 +21,7 @@ pub use names::{
     is_qualified_name, validate_dns1123_label, validate_dns1123_subdomain, validate_label_value,
     validate_qualified_name,
 };
+pub use quantity::{Quantity, QuantityError};
 pub use selector::{
     LabelSelectorOperator, NodeSelectorOperator, SelectorError, Violation,
     label_selector_to_selector, validate_label_selector, validate_node_selector_requirement,

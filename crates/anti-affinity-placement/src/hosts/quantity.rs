@@ -1,4 +1,7 @@
-//! Resource amounts: integers or quantity strings with an integer mantissa.
+//! Resource amounts: integers, or Kubernetes quantity strings whose value is
+//! a whole number.
+
+use kube_validation::{Quantity, QuantityError};
 
 use super::inventory::Amount;
 
@@ -39,53 +42,26 @@ pub(crate) fn amount_value(amount: &Amount) -> Result<u64, AmountProblem> {
     }
 }
 
-const SUFFIXES: [(&str, u64); 12] = [
-    ("Ki", 1 << 10),
-    ("Mi", 1 << 20),
-    ("Gi", 1 << 30),
-    ("Ti", 1 << 40),
-    ("Pi", 1 << 50),
-    ("Ei", 1 << 60),
-    ("k", 1_000),
-    ("M", 1_000_000),
-    ("G", 1_000_000_000),
-    ("T", 1_000_000_000_000),
-    ("P", 1_000_000_000_000_000),
-    ("E", 1_000_000_000_000_000_000),
-];
-
+/// A quantity string (`resource.ParseQuantity`, parsed by `kube-validation`)
+/// that must come out as a whole, non-negative number.
 fn parse_quantity(text: &str) -> Result<u64, AmountProblem> {
     let text = text.trim();
-    if text.starts_with('-') {
+    let quantity = Quantity::parse(text).map_err(|error| match error {
+        QuantityError::TooLarge => AmountProblem::TooLarge,
+        _ => AmountProblem::Unparsable,
+    })?;
+    if quantity.is_negative() {
         return Err(AmountProblem::Negative);
     }
-    let text = text.strip_prefix('+').unwrap_or(text);
-    let digits_end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, suffix) = text.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(AmountProblem::Unparsable);
+    const NANOS_PER_UNIT: i128 = 1_000_000_000;
+    if quantity.nanos() % NANOS_PER_UNIT != 0 {
+        return Err(if text.ends_with('m') {
+            AmountProblem::Milli
+        } else {
+            AmountProblem::NotInteger
+        });
     }
-    if suffix.starts_with('.') {
-        return Err(AmountProblem::NotInteger);
-    }
-    if suffix == "m" {
-        return Err(AmountProblem::Milli);
-    }
-    let multiplier = if suffix.is_empty() {
-        1
-    } else {
-        SUFFIXES
-            .iter()
-            .find(|(name, _)| *name == suffix)
-            .map(|(_, m)| *m)
-            .ok_or(AmountProblem::Unparsable)?
-    };
-    let mantissa: u64 = digits.parse().map_err(|_| AmountProblem::TooLarge)?;
-    mantissa
-        .checked_mul(multiplier)
-        .ok_or(AmountProblem::TooLarge)
+    u64::try_from(quantity.nanos() / NANOS_PER_UNIT).map_err(|_| AmountProblem::TooLarge)
 }
 
 #[cfg(test)]
@@ -103,6 +79,8 @@ mod tests {
         assert_eq!(text(" 32 "), Ok(32));
         assert_eq!(text("+7"), Ok(7));
         assert_eq!(text("2Ei"), Ok(2 << 60));
+        assert_eq!(text("1e3"), Ok(1000));
+        assert_eq!(text("0.5Gi"), Ok(1 << 29));
     }
 
     #[test]
@@ -110,6 +88,7 @@ mod tests {
         assert_eq!(text("-1"), Err(AmountProblem::Negative));
         assert_eq!(text("1.5"), Err(AmountProblem::NotInteger));
         assert_eq!(text("500m"), Err(AmountProblem::Milli));
+        assert_eq!(text("0.5k"), Ok(500));
         assert_eq!(text("4x"), Err(AmountProblem::Unparsable));
         assert_eq!(text("Gi"), Err(AmountProblem::Unparsable));
         assert_eq!(text("16Ei"), Err(AmountProblem::TooLarge));

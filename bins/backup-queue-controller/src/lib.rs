@@ -1,0 +1,188 @@
+//! `backup-queue-controller`: Velero's concurrent backup queue
+//! (`--concurrent-backups`, spec `velero.md` §4) as a separate,
+//! leader-elected controller built on the pure [`backup_queue`] planner.
+//!
+//! It watches `velero.io/v1` Backups in the Velero namespace and all
+//! Namespaces, keeps a [`backup_queue::QueueState`] up to date from the
+//! watch events, and writes what the plan says: `status.phase`
+//! (`Queued`/`ReadyToStart`) and `status.queuePosition`, plus the
+//! [`convert::REASON_ANNOTATION`] saying why a backup waits, and Events
+//! (`Queued`, `Waiting`, `Started`, `ForeignQueueWriter`,
+//! `InvalidNamespaceFilter`).
+//!
+//! Safety: every write is a merge patch conditioned on the resourceVersion
+//! it was planned from (a stale decision fails with 409 and is re-planned
+//! from fresh state); the plan's writes are made in an order whose every
+//! prefix is safe; the state is rebuilt from the objects after every
+//! (re)list, so a restart loses nothing; with `--leader-elect` only the
+//! Lease holder acts and losing the Lease stops it at once.
+//!
+//! `main` parses [`cli::Cli`], builds the client and calls [`run`]; tests
+//! call [`run`] (or [`run_with`]) with a client of the in-process API
+//! stand-in. See `docs/operations.md`.
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod cli;
+pub mod convert;
+pub mod error;
+pub mod foreign;
+pub mod manifests;
+pub mod metrics;
+mod queue_loop;
+pub mod writes;
+
+use std::sync::Arc;
+
+use controller_kit::server::{HealthServer, Readiness};
+use controller_kit::{Shutdown, ShutdownReason};
+use prometheus_client::registry::Registry;
+
+pub use cli::{CONTROLLER_NAME, Config, StatusSubresource};
+pub use error::{Error, ErrorKindLabel};
+pub use metrics::Metrics;
+pub use queue_loop::{human_duration, reason_text};
+
+/// The metric registry and the controller's metrics, created before
+/// [`run_with`] so a caller (a test) can read them.
+#[derive(Debug)]
+pub struct Telemetry {
+    /// The registry served on `/metrics`.
+    pub registry: Registry,
+    /// The controller's metrics (shared handles).
+    pub metrics: Metrics,
+    /// The `/readyz` flag.
+    pub readiness: Readiness,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        Self {
+            registry,
+            metrics,
+            readiness: Readiness::new(),
+        }
+    }
+}
+
+/// Runs the controller until `shutdown` fires; returns the shutdown reason
+/// (its exit code tells `main` how to exit).
+pub async fn run(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+) -> Result<ShutdownReason, Error> {
+    run_with(client, config, shutdown, Telemetry::default()).await
+}
+
+/// [`run`] with caller-provided [`Telemetry`].
+pub async fn run_with(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+    telemetry: Telemetry,
+) -> Result<ShutdownReason, Error> {
+    let Telemetry {
+        registry,
+        metrics,
+        readiness,
+    } = telemetry;
+    let server = match config.metrics_addr {
+        Some(addr) => {
+            let server = HealthServer::bind(addr, Arc::new(registry), readiness.clone()).await?;
+            tracing::info!(addr = %server.local_addr()?, "serving /metrics, /healthz, /readyz");
+            Some(tokio::spawn(server.serve(shutdown.clone())))
+        }
+        None => None,
+    };
+    let result = lead_and_run(client, config, &shutdown, metrics, readiness.clone()).await;
+    readiness.set_ready(false);
+    if let Err(error) = &result {
+        shutdown.trigger(ShutdownReason::Fatal(error.to_string()));
+    }
+    if let Some(server) = server {
+        shutdown.trigger(ShutdownReason::Requested);
+        let _ = server.await;
+    }
+    result.map(|()| shutdown.reason().unwrap_or(ShutdownReason::Requested))
+}
+
+async fn lead_and_run(
+    client: kube::Client,
+    config: Config,
+    shutdown: &Shutdown,
+    metrics: Metrics,
+    readiness: Readiness,
+) -> Result<(), Error> {
+    let guard = match (&config.leader, config.dry_run) {
+        (Some(_), true) => {
+            tracing::info!(
+                "--dry-run: not taking part in leader election (it would write the Lease)"
+            );
+            None
+        }
+        (Some(leader), false) => {
+            // A standby replica is healthy and ready; it just does not act.
+            readiness.set_ready(true);
+            match controller_kit::leader::acquire_leadership(client.clone(), leader, shutdown)
+                .await?
+            {
+                Some(guard) => {
+                    readiness.set_ready(false);
+                    Some(guard)
+                }
+                None => return Ok(()),
+            }
+        }
+        (None, _) => None,
+    };
+    let status_subresource = match status_subresource(&client, config.status_subresource).await {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(guard) = guard {
+                let _ = guard.release().await;
+            }
+            return Err(e);
+        }
+    };
+    tracing::info!(
+        namespace = %config.namespace,
+        concurrent_backups = config.concurrent_backups.max(1),
+        status_subresource,
+        dry_run = config.dry_run,
+        "backup queue controller running"
+    );
+    let result = queue_loop::QueueLoop::new(client, config, status_subresource, metrics, readiness)
+        .run(shutdown.clone())
+        .await;
+    if let Some(guard) = guard
+        && let Err(error) = guard.release().await
+    {
+        tracing::warn!(%error, "could not release the leader Lease");
+    }
+    result
+}
+
+/// Resolves `--status-subresource`: `auto` asks API discovery whether
+/// `backups/status` is served in `velero.io/v1`.
+pub async fn status_subresource(
+    client: &kube::Client,
+    mode: StatusSubresource,
+) -> Result<bool, Error> {
+    match mode {
+        StatusSubresource::Enabled => Ok(true),
+        StatusSubresource::Disabled => Ok(false),
+        StatusSubresource::Auto => {
+            let list = client
+                .list_api_group_resources("velero.io/v1")
+                .await
+                .map_err(Error::Discovery)?;
+            if !list.resources.iter().any(|r| r.name == "backups") {
+                return Err(Error::BackupCrdMissing);
+            }
+            Ok(list.resources.iter().any(|r| r.name == "backups/status"))
+        }
+    }
+}
