@@ -592,3 +592,26 @@ fn unreadable_config_file_is_an_error() {
         run.stderr
     );
 }
+
+#[test]
+fn yaml_output_is_the_json_document() {
+    let yaml = ok(&[
+        "affinity",
+        "--pvc",
+        "analytics/scratch-analytics-0",
+        "-o",
+        "yaml",
+    ]);
+    insta::assert_snapshot!("affinity_local_volume_yaml", yaml.stdout);
+    let json = ok(&[
+        "affinity",
+        "--pvc",
+        "analytics/scratch-analytics-0",
+        "-o",
+        "json",
+    ]);
+    let from_yaml: serde_json::Value =
+        serde_saphyr::from_str(&yaml.stdout).expect("-o yaml prints YAML");
+    let from_json: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(from_yaml, from_json);
+}
