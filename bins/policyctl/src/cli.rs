@@ -85,8 +85,21 @@ pub enum Command {
     Concurrency,
     /// Scheduling fragment of the data-mover pod that would serve a PVC.
     Affinity(AffinityArgs),
+    /// Steady state of the concurrent backup queue with no backup finishing.
+    Queue(QueueArgs),
+    /// Which New loads one prepare-queue gate would admit now.
+    Soothe(SootheArgs),
     /// kube-scheduler's verdict for a pod, or placement of every unbound pod.
     Schedule(ScheduleArgs),
+    /// VM placement over physical hosts from a HostInventory.
+    Hosts {
+        /// What to plan.
+        #[command(subcommand)]
+        action: HostsAction,
+    },
+    /// Physical-host labels of the Nodes, and an audit of replicas sharing a
+    /// host.
+    HostLabels(HostLabelsArgs),
     /// Why a Pending pod (a data-mover pod especially) does not schedule.
     Diagnose(DiagnoseArgs),
     /// The whole picture in tables: everything the other commands compute.
@@ -128,6 +141,31 @@ pub enum NodeOsArg {
     Windows,
 }
 
+/// Options of `queue`.
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// Velero's `--concurrent-backups` (values below 1 mean 1).
+    #[arg(long, default_value_t = 1, env = "POLICYCTL_CONCURRENT_BACKUPS")]
+    pub concurrent_backups: u32,
+}
+
+/// Options of `soothe`.
+#[derive(Debug, Args)]
+pub struct SootheArgs {
+    /// How the gate decides.
+    #[arg(long, value_enum, default_value_t = SootheMode::Optimistic, env = "POLICYCTL_SOOTHE_MODE")]
+    pub mode: SootheMode,
+}
+
+/// Gate modes of `soothe --mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SootheMode {
+    /// Velero's soft limit, with exact counts and first-in first-out order.
+    Optimistic,
+    /// Admission through a shared ledger: never more than the limit.
+    Exact,
+}
+
 /// Options of `schedule`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pod", "all"])))]
@@ -147,6 +185,55 @@ pub struct ScheduleArgs {
     /// kube-scheduler's `ignorePreferredTermsOfExistingPods`.
     #[arg(long, env = "POLICYCTL_IGNORE_PREFERRED_TERMS_OF_EXISTING_PODS")]
     pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+/// `hosts` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HostsAction {
+    /// Place the VMs that have no host yet, in list order.
+    Plan,
+    /// Plan live migrations that even out a group (or anti-affinity set).
+    Rebalance {
+        /// The group or anti-affinity set.
+        #[arg(long, env = "POLICYCTL_GROUP")]
+        group: String,
+        /// Most migrations to plan (default: as many as needed).
+        #[arg(long, env = "POLICYCTL_BUDGET")]
+        budget: Option<usize>,
+    },
+    /// Choose the VMs to delete when a group shrinks.
+    ScaleDown {
+        /// The group.
+        #[arg(long, env = "POLICYCTL_GROUP")]
+        group: String,
+        /// How many VMs to remove.
+        #[arg(long, env = "POLICYCTL_REMOVE")]
+        remove: usize,
+    },
+}
+
+/// Options of `host-labels`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HostLabelsArgs {
+    /// Label key carrying the host (default
+    /// `node.cluster.x-k8s.io/esxi-host`; a
+    /// `node-restriction.kubernetes.io/` key cannot be forged by kubelets).
+    #[arg(long, env = "POLICYCTL_HOST_LABEL_KEY")]
+    pub key: Option<String>,
+    /// `sanitize VALUE`: the label value a host name becomes.
+    #[command(subcommand)]
+    pub action: Option<HostLabelsAction>,
+}
+
+/// `host-labels` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HostLabelsAction {
+    /// The always-valid label value for a host name (FQDN, IPv4 or IPv6).
+    Sanitize {
+        /// The host name.
+        value: String,
+    },
 }
 
 /// Options of `diagnose`.

@@ -19,8 +19,9 @@ pub mod output;
 use std::io::{Read, Write};
 
 pub use cli::{
-    AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, NodeOsArg, ObjectRef,
-    OutputFormat, ScheduleArgs,
+    AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, HostLabelsAction,
+    HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs, ScheduleArgs,
+    SootheArgs, SootheMode,
 };
 pub use commands::CommandError;
 
@@ -74,6 +75,16 @@ fn try_run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Exit, CommandError> {
+    if let Command::HostLabels(HostLabelsArgs {
+        action: Some(HostLabelsAction::Sanitize { value }),
+        ..
+    }) = &cli.command
+    {
+        // Needs no input objects.
+        let output = commands::sanitize(value);
+        output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
+        return Ok(Exit::Success);
+    }
     let inventory = load_input(&cli.global, stdin, stderr)?;
     let result = commands::execute(&cli.command, &cli.global, &inventory, stderr)?;
     output::write(cli.global.output, &result.output, stdout).map_err(CommandError::Output)?;

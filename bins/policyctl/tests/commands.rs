@@ -300,3 +300,318 @@ fn bad_pod_reference_is_a_usage_error() {
         Exit::Usage
     );
 }
+
+#[test]
+fn queue_snapshots() {
+    snapshot("queue", &["queue"]);
+    snapshot(
+        "queue_two_concurrent_backups",
+        &["queue", "--concurrent-backups", "2"],
+    );
+}
+
+#[test]
+fn queue_lists_every_backup_with_contract_keys() {
+    let run = ok(&["queue", "-o", "json"]);
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let keys: Vec<&String> = document.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["backups", "started", "waiting", "writes"]);
+    let backups = document["backups"].as_object().expect("backups map");
+    assert_eq!(backups.len(), 9, "every Backup of the input appears");
+    for (name, backup) in backups {
+        let position = backup["queuePosition"].as_u64().expect("number");
+        let queued = backup["phase"] == "Queued";
+        assert_eq!(position > 0, queued, "{name}: {backup}");
+        if queued {
+            assert!(
+                document["waiting"].get(name).is_some(),
+                "{name} has a reason"
+            );
+        }
+    }
+}
+
+#[test]
+fn invalid_namespace_patterns_are_warned_about() {
+    let input = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: velero.io/v1
+kind: Backup
+metadata: {name: odd, namespace: velero}
+spec: {includedNamespaces: ['shop{a,b}']}
+status: {phase: Queued, queuePosition: 1}
+";
+    let run = run_with_stdin(&["-f", "-", "queue", "-o", "json"], input);
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("warning: backup velero/odd has an invalid namespace filter"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn hosts_snapshots() {
+    snapshot("hosts_plan", &["hosts", "plan"]);
+    snapshot(
+        "hosts_rebalance",
+        &["hosts", "rebalance", "--group", "prod-md-0"],
+    );
+    snapshot(
+        "hosts_scale_down",
+        &[
+            "hosts",
+            "scale-down",
+            "--group",
+            "prod-md-0",
+            "--remove",
+            "2",
+        ],
+    );
+}
+
+#[test]
+fn hosts_contract_keys() {
+    let keys = |args: &[&str]| -> Vec<String> {
+        let mut args = args.to_vec();
+        args.extend(["-o", "json"]);
+        let value: serde_json::Value = serde_json::from_str(&ok(&args).stdout).expect("JSON");
+        value.as_object().expect("object").keys().cloned().collect()
+    };
+    assert_eq!(
+        keys(&["hosts", "plan"]),
+        ["assignments", "unplaced", "violations"]
+    );
+    assert_eq!(
+        keys(&[
+            "hosts",
+            "rebalance",
+            "--group",
+            "prod-md-0",
+            "--budget",
+            "0"
+        ]),
+        ["countsAfter", "countsBefore", "moves"]
+    );
+    assert_eq!(
+        keys(&[
+            "hosts",
+            "scale-down",
+            "--group",
+            "prod-md-0",
+            "--remove",
+            "1"
+        ]),
+        ["countsAfter", "victims"]
+    );
+}
+
+#[test]
+fn hosts_errors_name_the_problem() {
+    let run = run(&["hosts", "rebalance", "--group", "no-such-group"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.ends_with(
+            "error: hosts rebalance: no group or antiAffinitySet named \"no-such-group\"\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    let run = common::run(&["-f", &example("nodes.yaml"), "hosts", "plan"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .contains("no HostInventory (apiVersion policyctl/v1alpha1) in the input"),
+        "{}",
+        run.stderr
+    );
+    let run = run_with_stdin(
+        &["-f", "-", "hosts", "plan"],
+        "apiVersion: policyctl/v1alpha1\nkind: HostInventory\nhosts:\n- {name: esx-1, capacity: {cpu: 4}, maintenanceMode: true}\n",
+    );
+    assert_eq!(run.exit, Exit::Failure);
+    insta::assert_snapshot!("error_host_inventory_unknown_field", run.stderr);
+}
+
+#[test]
+fn host_labels_snapshots() {
+    snapshot("host_labels", &["host-labels"]);
+    snapshot(
+        "host_labels_node_restriction_key",
+        &[
+            "host-labels",
+            "--key",
+            "node-restriction.kubernetes.io/esxi-host",
+        ],
+    );
+    snapshot(
+        "host_labels_sanitize_ipv6",
+        &["host-labels", "sanitize", "fe80::1%eth0"],
+    );
+}
+
+#[test]
+fn host_labels_contract_keys() {
+    let value: serde_json::Value =
+        serde_json::from_str(&ok(&["host-labels", "-o", "json"]).stdout).expect("JSON");
+    assert_eq!(
+        value["nodes"]["worker-b3"],
+        serde_json::json!({"set": {"node.cluster.x-k8s.io/esxi-host": "esx-04"}, "remove": []})
+    );
+    assert_eq!(
+        value["audit"]["unlabelledNodes"],
+        serde_json::json!(["worker-b3"])
+    );
+    assert_eq!(
+        value["audit"]["sharedHosts"][0]["host"],
+        serde_json::json!("esx-04")
+    );
+    let sanitized = ok(&["host-labels", "sanitize", "::1", "-o", "json"]);
+    let sanitized: serde_json::Value = serde_json::from_str(&sanitized.stdout).expect("JSON");
+    assert_eq!(
+        sanitized
+            .as_object()
+            .expect("object")
+            .keys()
+            .collect::<Vec<_>>(),
+        ["valid", "value"]
+    );
+    assert_eq!(sanitized["valid"], serde_json::json!(true));
+}
+
+#[test]
+fn sanitize_reads_no_input() {
+    let run = ok(&["host-labels", "sanitize", "esx-01.example.com"]);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn invalid_host_label_key_is_an_error() {
+    let run = run(&["host-labels", "--key", "bad key"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .contains("error: --key: \"bad key\" is not a valid label key"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn soothe_snapshots() {
+    snapshot("soothe", &["soothe"]);
+    snapshot("soothe_exact", &["soothe", "--mode", "exact"]);
+}
+
+#[test]
+fn soothe_contract_keys_and_admission_order() {
+    let value: serde_json::Value =
+        serde_json::from_str(&ok(&["soothe", "-o", "json"]).stdout).expect("JSON");
+    assert_eq!(
+        value
+            .as_object()
+            .expect("object")
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "admit",
+            "constrained",
+            "hold",
+            "inPreparation",
+            "prepareQueueLength"
+        ]
+    );
+    // Three loads are in preparation against a limit of four: the oldest
+    // waiting load gets the one free slot.
+    assert_eq!(value["prepareQueueLength"], serde_json::json!(4));
+    assert_eq!(value["inPreparation"], serde_json::json!(3));
+    assert_eq!(value["constrained"], serde_json::json!(false));
+    assert_eq!(
+        value["admit"],
+        serde_json::json!(["DataUpload/velero/team-sync-20260520-2hj6f"])
+    );
+    assert_eq!(value["hold"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn soothe_without_a_limit_admits_everything() {
+    let input = "\
+apiVersion: velero.io/v2alpha1
+kind: DataUpload
+metadata: {name: a, namespace: velero, creationTimestamp: '2026-05-20T01:00:00Z'}
+spec: {}
+---
+apiVersion: velero.io/v1
+kind: PodVolumeBackup
+metadata: {name: b, namespace: velero, creationTimestamp: '2026-05-20T00:59:00Z'}
+spec: {node: n1}
+";
+    let run = run_with_stdin(&["-f", "-", "soothe", "-o", "json"], input);
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    let value: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(value["prepareQueueLength"], serde_json::Value::Null);
+    assert_eq!(
+        value["admit"],
+        serde_json::json!(["PodVolumeBackup/velero/b", "DataUpload/velero/a"])
+    );
+    assert!(
+        run.stderr.contains("the gate is disabled"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn diagnose_reads_a_data_mover_pod_without_its_data_upload() {
+    // Without the DataUpload and its volume, the pod's own node affinity is
+    // explained (requirement origins unknown).
+    let run = ok(&[
+        "-f",
+        &example("pods.yaml"),
+        "-f",
+        &example("nodes.yaml"),
+        "diagnose",
+        "--pod",
+        "velero/nightly-apps-20260520-c7d5n",
+    ]);
+    insta::assert_snapshot!("diagnose_data_mover_pod_from_its_spec", run.stdout);
+}
+
+#[test]
+fn unreadable_config_file_is_an_error() {
+    let run = run(&["--config", "/nonexistent/config.json", "concurrency"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .contains("error: --config /nonexistent/config.json: cannot read the file: "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn yaml_output_is_the_json_document() {
+    let yaml = ok(&[
+        "affinity",
+        "--pvc",
+        "analytics/scratch-analytics-0",
+        "-o",
+        "yaml",
+    ]);
+    insta::assert_snapshot!("affinity_local_volume_yaml", yaml.stdout);
+    let json = ok(&[
+        "affinity",
+        "--pvc",
+        "analytics/scratch-analytics-0",
+        "-o",
+        "json",
+    ]);
+    let from_yaml: serde_json::Value =
+        serde_saphyr::from_str(&yaml.stdout).expect("-o yaml prints YAML");
+    let from_json: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(from_yaml, from_json);
+}

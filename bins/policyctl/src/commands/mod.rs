@@ -7,16 +7,20 @@ mod concurrency;
 mod config_check;
 mod config_source;
 mod diagnose;
+mod host_labels;
+mod hosts;
+mod queue;
 mod render;
 mod report;
 mod schedule;
+mod soothe;
 
 use std::io::Write;
 
 use crate::Exit;
 use anti_affinity_placement::scheduler::Options;
 
-use crate::cli::{Command, ConfigAction, GlobalArgs};
+use crate::cli::{Command, ConfigAction, GlobalArgs, HostLabelsAction};
 use crate::manifest::{Inventory, ManifestError};
 use crate::output::Output;
 
@@ -60,6 +64,11 @@ impl From<ManifestError> for CommandError {
     }
 }
 
+/// `host-labels sanitize VALUE`, which reads no input.
+pub fn sanitize(value: &str) -> Output {
+    host_labels::run_sanitize(value)
+}
+
 /// Runs a command over the inventory.
 pub fn execute(
     command: &Command,
@@ -94,6 +103,13 @@ pub fn execute(
             )
             .map(CommandResult::success)
         }
+        Command::Queue(args) => {
+            queue::run(inventory, args.concurrent_backups, stderr).map(CommandResult::success)
+        }
+        Command::Soothe(args) => {
+            let config = config_source::resolve(global, inventory, stderr)?;
+            soothe::run(config.config()?, inventory, args.mode, stderr).map(CommandResult::success)
+        }
         Command::Schedule(args) => {
             let options = Options {
                 hard_pod_affinity_weight: args.hard_pod_affinity_weight,
@@ -108,13 +124,22 @@ pub fn execute(
             }
             .map(CommandResult::success)
         }
+        Command::Hosts { action } => hosts::run(inventory, action).map(CommandResult::success),
+        Command::HostLabels(args) => match &args.action {
+            Some(HostLabelsAction::Sanitize { value }) => {
+                Ok(CommandResult::success(host_labels::run_sanitize(value)))
+            }
+            None => {
+                host_labels::run(inventory, args.key.as_deref(), stderr).map(CommandResult::success)
+            }
+        },
         Command::Diagnose(args) => {
             let config = config_source::resolve(global, inventory, stderr)?;
             diagnose::run(config.config()?, inventory, &args.pod).map(CommandResult::success)
         }
         Command::Report => {
             let config = config_source::resolve(global, inventory, stderr)?;
-            report::run(&config, inventory).map(CommandResult::success)
+            report::run(&config, inventory, stderr).map(CommandResult::success)
         }
     }
 }

@@ -1,20 +1,31 @@
 //! `report`: the whole picture in tables — configuration findings,
-//! per-node concurrency, data-mover pod placement for pending loads — after a summary of the input.
+//! per-node concurrency, data-mover pod placement for pending loads, the
+//! backup queue, load admission, host labels and the host anti-affinity audit, VM placement
+//! — after a summary of the input.
 
 use std::collections::BTreeSet;
+use std::io::Write;
 
 use affinity_translate::{NodeAgentConfig, NodeOs, diagnose};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
+use crate::cli::{HostsAction, SootheMode};
 use crate::commands::affinity::{Direction, fragment_for_pvc};
 use crate::commands::config_source::ConfigInput;
-use crate::commands::{CommandError, concurrency, config_check};
+use crate::commands::{CommandError, concurrency, config_check, host_labels, hosts, queue, soothe};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
 
+/// The Backup queue section uses Velero's default `--concurrent-backups`.
+const DEFAULT_CONCURRENT_BACKUPS: u32 = 1;
+
 /// Builds the report.
-pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, CommandError> {
+pub fn run(
+    config: &ConfigInput,
+    inventory: &Inventory,
+    stderr: &mut dyn Write,
+) -> Result<Output, CommandError> {
     let mut text = String::new();
     let mut document = Map::new();
 
@@ -60,6 +71,37 @@ pub fn run(config: &ConfigInput, inventory: &Inventory) -> Result<Output, Comman
                 "skipped: the node-agent configuration does not load (see above)\n",
             ));
         }
+    }
+
+    let outcome = queue::outcome(inventory, DEFAULT_CONCURRENT_BACKUPS);
+    let rendered = queue::render(&outcome, DEFAULT_CONCURRENT_BACKUPS);
+    text.push_str(&section(
+        "Backup queue (--concurrent-backups 1, Velero's default)",
+        &rendered.table,
+    ));
+    document.insert("queue".to_owned(), rendered.document);
+
+    if let Ok(loaded) = &config.loaded {
+        let admissions = soothe::admissions(&loaded.config, inventory, SootheMode::Optimistic)?;
+        let rendered = soothe::render(&admissions, SootheMode::Optimistic);
+        text.push_str(&section("Load admission (prepare queue)", &rendered.table));
+        document.insert("soothe".to_owned(), rendered.document);
+    }
+
+    let labels = host_labels::report(inventory, None, stderr)?;
+    text.push_str(&section(
+        "Host labels and host anti-affinity audit",
+        &host_labels::table_text(&labels),
+    ));
+    document.insert("hostLabels".to_owned(), host_labels::document(&labels));
+
+    if inventory.host_inventories.len() == 1 {
+        let plan = hosts::run(inventory, &HostsAction::Plan)?;
+        text.push_str(&section(
+            "VM placement over physical hosts (HostInventory)",
+            &plan.table,
+        ));
+        document.insert("hosts".to_owned(), plan.document);
     }
 
     text.truncate(text.trim_end().len());

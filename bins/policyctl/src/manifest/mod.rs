@@ -24,8 +24,7 @@ use serde_json::Value;
 
 pub use error::{FieldError, ManifestError, Origin};
 pub use objects::{
-    HostInventoryDocument, Inventory, Located, Machine, MachineNodeRef, MachineSpec, MachineStatus,
-    ObjectKey, Objects,
+    Inventory, Located, Machine, MachineNodeRef, MachineSpec, MachineStatus, ObjectKey, Objects,
 };
 
 /// The text of one input file.
@@ -212,12 +211,14 @@ fn add_object(
             insert(&mut inventory.machines, origin, kind, true, value)
         }
         ("policyctl/v1alpha1", "HostInventory") => {
-            let key = ObjectKey::cluster(metadata_str(&value, "name").unwrap_or_default());
-            let located = Located {
-                origin,
-                object: HostInventoryDocument { document: value },
-            };
-            insert_located(&mut inventory.host_inventories, key, kind, located)
+            let key = ObjectKey::cluster(origin.to_string());
+            let object = decode(&value, &origin, kind)?;
+            insert_located(
+                &mut inventory.host_inventories,
+                key,
+                kind,
+                Located { origin, object },
+            )
         }
         _ => {
             let entry = inventory

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use anti_affinity_placement::hosts::HostInventory;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -109,14 +110,6 @@ pub struct MachineNodeRef {
     pub name: Option<String>,
 }
 
-/// A `policyctl/v1alpha1` `HostInventory` document, kept as written: its
-/// `hosts`, `groups` and `vms` are decoded by the host placement commands.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostInventoryDocument {
-    /// The whole document (including `apiVersion` and `kind`).
-    pub document: serde_json::Value,
-}
-
 /// Every recognised object of the input, sorted by kind and `namespace/name`.
 #[derive(Clone, Debug, Default)]
 pub struct Inventory {
@@ -148,9 +141,9 @@ pub struct Inventory {
     pub data_downloads: Objects<DataDownload>,
     /// Cluster API Machines.
     pub machines: Objects<Machine>,
-    /// `policyctl/v1alpha1` HostInventories, keyed by `metadata.name` (empty
-    /// when the document has no name).
-    pub host_inventories: Objects<HostInventoryDocument>,
+    /// `policyctl/v1alpha1` HostInventories. They have no metadata, so each
+    /// is keyed by where it was read (`file, document N`).
+    pub host_inventories: Objects<HostInventory>,
     /// Objects of kinds policyctl does not use, counted per
     /// `apiVersion kind`, with the first place each was seen.
     pub ignored: BTreeMap<String, (usize, Origin)>,

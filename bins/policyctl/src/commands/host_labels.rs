@@ -1,0 +1,177 @@
+//! `host-labels [--key K]` and `host-labels sanitize VALUE`: the physical-host
+//! label every Node should carry, and an audit of replicas sharing a host
+//! (anti-affinity-placement's `labels` module, spec §B).
+//!
+//! Host information comes from Cluster API Machines (the Machine's
+//! `node.cluster.x-k8s.io/esxi-host` label, for the Node named by
+//! `status.nodeRef.name`) and from a HostInventory whose VM names are node
+//! names. Where both know a node, the HostInventory wins (it is read from the
+//! hypervisor; CAPV refreshes the Machine label only on its resync, B.4) and
+//! a note on standard error shows the disagreement.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anti_affinity_placement::labels::{
+    DEFAULT_HOST_LABEL_KEY, HostLabelConfig, HostLabelsReport, LabelKey, sanitize,
+};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::{Value, json};
+
+use crate::commands::CommandError;
+use crate::commands::hosts::host_of_vm;
+use crate::manifest::Inventory;
+use crate::output::{Output, table};
+
+/// Node name → host name from Machines and the HostInventory.
+pub fn host_of_node(inventory: &Inventory, stderr: &mut dyn Write) -> BTreeMap<String, String> {
+    let mut hosts: BTreeMap<String, String> = inventory
+        .machines
+        .values()
+        .filter_map(|located| {
+            let machine = &located.object;
+            let host = machine
+                .metadata
+                .labels
+                .as_ref()?
+                .get(DEFAULT_HOST_LABEL_KEY)?
+                .clone();
+            let node = machine.status.node_ref.as_ref()?.name.clone()?;
+            Some((node, host))
+        })
+        .collect();
+    for (node, host) in host_of_vm(inventory).unwrap_or_default() {
+        if let Some(previous) = hosts.insert(node.clone(), host.clone())
+            && previous != host
+        {
+            let _ = writeln!(
+                stderr,
+                "note: node {node}: its Machine says host {previous}, the HostInventory says {host}; using {host}"
+            );
+        }
+    }
+    hosts
+}
+
+/// The label configuration for `--key`.
+pub fn config(key: Option<&str>) -> Result<HostLabelConfig, CommandError> {
+    match key {
+        None => Ok(HostLabelConfig::default()),
+        Some(key) => LabelKey::new("--key", key)
+            .map(HostLabelConfig::new)
+            .map_err(|error| CommandError::Input(error.to_string())),
+    }
+}
+
+/// Computes the plans and the audit.
+pub fn report(
+    inventory: &Inventory,
+    key: Option<&str>,
+    stderr: &mut dyn Write,
+) -> Result<HostLabelsReport, CommandError> {
+    let config = config(key)?;
+    let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
+    let pods: Vec<Pod> = inventory.pods.values().map(|l| l.object.clone()).collect();
+    let hosts = host_of_node(inventory, stderr);
+    Ok(config.host_labels(&nodes, &pods, &hosts))
+}
+
+/// The contract's JSON of a report.
+pub fn document(report: &HostLabelsReport) -> Value {
+    json!({
+        "nodes": report.nodes.iter().map(|(node, plan)| (node.clone(), json!({
+            "set": plan.set,
+            "remove": plan.remove,
+        }))).collect::<serde_json::Map<_, _>>(),
+        "audit": {
+            "unlabelledNodes": report.audit.unlabelled_nodes,
+            "sharedHosts": report.audit.shared_hosts.iter().map(|shared| json!({
+                "host": shared.host,
+                "pods": shared.pods,
+            })).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// The people's view of a report.
+pub fn table_text(report: &HostLabelsReport) -> String {
+    let mut text = String::new();
+    if report.nodes.is_empty() {
+        text.push_str("Every Node with known host information is labelled correctly.\n");
+    } else {
+        text.push_str("Label changes:\n\n");
+        let mut rows = Vec::new();
+        for (node, plan) in &report.nodes {
+            for (key, value) in &plan.set {
+                rows.push([node.clone(), "set".to_owned(), format!("{key}={value}")]);
+            }
+            for key in &plan.remove {
+                rows.push([node.clone(), "remove".to_owned(), key.clone()]);
+            }
+            for (key, value) in &plan.annotations {
+                rows.push([
+                    node.clone(),
+                    "annotate".to_owned(),
+                    match value {
+                        Some(value) => format!("{key}={value}"),
+                        None => format!("{key} (remove)"),
+                    },
+                ]);
+            }
+        }
+        text.push_str(&table(&["node", "action", "label"], rows));
+    }
+    text.push_str("\nAudit of the current labels:\n\n");
+    let audit = &report.audit;
+    if audit.unlabelled_nodes.is_empty() && audit.shared_hosts.is_empty() {
+        text.push_str("No unlabelled node, no replicas sharing a host.\n");
+    } else {
+        let mut rows: Vec<[String; 2]> = audit
+            .unlabelled_nodes
+            .iter()
+            .map(|node| {
+                [
+                    "unlabelled node".to_owned(),
+                    format!("{node} (host anti-affinity cannot see it)"),
+                ]
+            })
+            .collect();
+        rows.extend(audit.shared_hosts.iter().map(|shared| {
+            [
+                format!("shared host {}", shared.host),
+                shared.pods.join(", "),
+            ]
+        }));
+        text.push_str(&table(&["finding", "detail"], rows));
+    }
+    text
+}
+
+/// `host-labels [--key K]`.
+pub fn run(
+    inventory: &Inventory,
+    key: Option<&str>,
+    stderr: &mut dyn Write,
+) -> Result<Output, CommandError> {
+    let report = report(inventory, key, stderr)?;
+    Ok(Output {
+        document: document(&report),
+        table: table_text(&report),
+    })
+}
+
+/// `host-labels sanitize VALUE`.
+pub fn run_sanitize(value: &str) -> Output {
+    let sanitized = sanitize(value);
+    Output {
+        document: json!({"value": sanitized.value, "valid": sanitized.valid}),
+        table: table(
+            &["input", "label value", "valid"],
+            [[
+                value.to_owned(),
+                sanitized.value.clone(),
+                if sanitized.valid { "yes" } else { "no" }.to_owned(),
+            ]],
+        ),
+    }
+}

@@ -1,0 +1,317 @@
+//! `soothe [--mode optimistic|exact]`: which `New` loads (DataUpload,
+//! DataDownload, PodVolumeBackup, PodVolumeRestore) one prepare-queue gate
+//! would admit now, in admission order (load-soothe, spec §3.3).
+//!
+//! The gate sees every load of the input and handles all of them (as if one
+//! node-agent served the whole cluster): the loads in preparation (label
+//! `velero.io/expose-on-going=true`, or phase `Accepted`/`Prepared`) fill the
+//! `prepareQueueLength` slots, and the waiting loads are offered to the gate
+//! one by one in its first-in first-out order, each admission counting
+//! against the next decision. In exact mode the ledger ConfigMap
+//! (`velero-prepare-queue-ledger`) is read from the input when present, else
+//! the ledger starts empty; each admission's ledger write is applied before
+//! the next decision. With the gate disabled (`prepareQueueLength` absent or
+//! ≤ 0, L3.8) every waiting load is admitted.
+
+use std::io::Write;
+
+use affinity_translate::NodeAgentConfig;
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use load_soothe::ledger::{DEFAULT_LEDGER_NAME, Ledger};
+use load_soothe::{
+    CountCache, Decision, Enablement, ExactView, GateConfig, LedgerSnapshot, Load, LoadId,
+    LoadKind, Mode, NotGated, Phase, RecountPolicy, decide,
+};
+use serde_json::json;
+
+use crate::cli::SootheMode;
+use crate::commands::CommandError;
+use crate::manifest::Inventory;
+use crate::output::{Output, or_dash, table};
+
+/// Node name written into exact-mode ledger entries made by this simulation.
+const GATE_NODE: &str = "policyctl";
+
+/// What the gate decides for the waiting loads.
+#[derive(Clone, Debug, Default)]
+pub struct Admissions {
+    /// `prepareQueueLength` as configured.
+    pub prepare_queue_length: Option<i64>,
+    /// Loads in preparation before any admission.
+    pub in_preparation: u64,
+    /// Whether the gate holds new loads right now (`count >= limit`).
+    pub constrained: bool,
+    /// Every waiting load in the gate's order (`Kind/namespace/name`), with
+    /// `None` when admitted or the reason it is held.
+    pub decisions: Vec<(String, Option<String>)>,
+}
+
+impl Admissions {
+    /// Admitted loads, in admission order.
+    pub fn admit(&self) -> Vec<&str> {
+        self.decisions
+            .iter()
+            .filter(|(_, hold)| hold.is_none())
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// Held loads, in the gate's order.
+    pub fn hold(&self) -> Vec<&str> {
+        self.decisions
+            .iter()
+            .filter(|(_, hold)| hold.is_some())
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+}
+
+fn load_name(id: &LoadId) -> String {
+    format!("{}/{}/{}", id.kind, id.namespace, id.name)
+}
+
+fn load(kind: LoadKind, metadata: &ObjectMeta, phase: &str, cancel: bool) -> Load {
+    Load {
+        id: LoadId::new(
+            kind,
+            metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
+            metadata.name.clone().unwrap_or_default(),
+            metadata.uid.clone().unwrap_or_default(),
+        ),
+        phase: Phase::from_api(Some(phase)),
+        expose_on_going: Load::expose_label_is_set(
+            metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(velero_api::labels::EXPOSE_ON_GOING))
+                .map(String::as_str),
+        ),
+        cancel_requested: cancel,
+        created: metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(Timestamp::UNIX_EPOCH, |time| time.0),
+        resource_version: metadata.resource_version.clone(),
+        handled_here: true,
+    }
+}
+
+fn loads(inventory: &Inventory) -> Vec<Load> {
+    let cancel = |cancel: Option<bool>| cancel == Some(true);
+    let data_uploads = inventory.data_uploads.values().map(|l| &l.object).map(|o| {
+        load(
+            LoadKind::DataUpload,
+            &o.metadata,
+            o.phase().as_str(),
+            cancel(o.spec.cancel),
+        )
+    });
+    let data_downloads = inventory
+        .data_downloads
+        .values()
+        .map(|l| &l.object)
+        .map(|o| {
+            load(
+                LoadKind::DataDownload,
+                &o.metadata,
+                o.phase().as_str(),
+                cancel(o.spec.cancel),
+            )
+        });
+    let pod_volume_backups = inventory
+        .pod_volume_backups
+        .values()
+        .map(|l| &l.object)
+        .map(|o| {
+            load(
+                LoadKind::PodVolumeBackup,
+                &o.metadata,
+                o.phase().as_str(),
+                cancel(o.spec.cancel),
+            )
+        });
+    let pod_volume_restores = inventory
+        .pod_volume_restores
+        .values()
+        .map(|l| &l.object)
+        .map(|o| {
+            load(
+                LoadKind::PodVolumeRestore,
+                &o.metadata,
+                o.phase().as_str(),
+                cancel(o.spec.cancel),
+            )
+        });
+    data_uploads
+        .chain(data_downloads)
+        .chain(pod_volume_backups)
+        .chain(pod_volume_restores)
+        .collect()
+}
+
+/// The exact-mode ledger of the input, if its ConfigMap is there.
+fn ledger(inventory: &Inventory) -> Result<LedgerSnapshot, CommandError> {
+    let found = inventory
+        .config_maps
+        .iter()
+        .find(|(key, _)| key.name == DEFAULT_LEDGER_NAME);
+    match found {
+        None => Ok(LedgerSnapshot::absent()),
+        Some((key, located)) => {
+            let ledger =
+                Ledger::from_config_map_data(located.object.data.as_ref()).map_err(|error| {
+                    CommandError::Input(format!(
+                        "ConfigMap {key} ({}): not a prepare-queue ledger: {error}",
+                        located.origin
+                    ))
+                })?;
+            Ok(LedgerSnapshot {
+                resource_version: located.object.metadata.resource_version.clone(),
+                ledger,
+            })
+        }
+    }
+}
+
+/// Runs the gate over the input.
+pub fn admissions(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    mode: SootheMode,
+) -> Result<Admissions, CommandError> {
+    let mode = match mode {
+        SootheMode::Optimistic => Mode::Optimistic,
+        SootheMode::Exact => Mode::Exact,
+    };
+    let prepare_queue_length = config
+        .load_concurrency
+        .as_ref()
+        .and_then(|c| c.prepare_queue_length);
+    let gate = GateConfig::new(prepare_queue_length, mode);
+    let loads = loads(inventory);
+    // Ledger entries are stamped with the newest creation time of the input,
+    // so the output never depends on the clock.
+    let now = loads
+        .iter()
+        .map(|l| l.created)
+        .max()
+        .unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut cache = CountCache::new(RecountPolicy::for_mode(mode));
+    cache.resync(loads);
+    let in_preparation = cache.counts().total();
+    let constrained = match gate.enablement {
+        Enablement::Enabled(limit) => in_preparation >= limit.get(),
+        Enablement::Disabled(_) => false,
+    };
+    let mut snapshot = if mode == Mode::Exact {
+        ledger(inventory)?
+    } else {
+        LedgerSnapshot::absent()
+    };
+    let mut result = Admissions {
+        prepare_queue_length,
+        in_preparation,
+        constrained,
+        ..Admissions::default()
+    };
+    let waiting: Vec<LoadId> = cache.waiting().map(|key| key.id()).collect();
+    for id in waiting {
+        let Some(load) = cache.get(&id).cloned() else {
+            continue;
+        };
+        let view = (mode == Mode::Exact).then_some(ExactView {
+            ledger: &snapshot,
+            node: GATE_NODE,
+        });
+        match decide(&gate, &mut cache, view, &load, now) {
+            Decision::Admit(_) | Decision::NotGated(NotGated::Disabled(_)) => {
+                result.decisions.push((load_name(&id), None));
+            }
+            Decision::WriteLedger(write) => {
+                result.decisions.push((load_name(&id), None));
+                snapshot = LedgerSnapshot {
+                    resource_version: snapshot.resource_version.clone(),
+                    ledger: write.ledger,
+                };
+            }
+            Decision::Hold(hold) => result
+                .decisions
+                .push((load_name(&id), Some(hold.reason.to_string()))),
+            Decision::NotGated(other) => result
+                .decisions
+                .push((load_name(&id), Some(format!("not gated: {other:?}")))),
+        }
+    }
+    Ok(result)
+}
+
+/// The JSON document and table of the admissions.
+pub fn render(result: &Admissions, mode: SootheMode) -> Output {
+    let document = json!({
+        "prepareQueueLength": result.prepare_queue_length,
+        "inPreparation": result.in_preparation,
+        "constrained": result.constrained,
+        "admit": result.admit(),
+        "hold": result.hold(),
+    });
+    let mode_name = match mode {
+        SootheMode::Optimistic => "optimistic",
+        SootheMode::Exact => "exact",
+    };
+    let mut text = format!(
+        "Mode {mode_name}: prepareQueueLength {}, {} load(s) in preparation{}; {} admitted, {} held\n\n",
+        or_dash(result.prepare_queue_length),
+        result.in_preparation,
+        if result.constrained {
+            " (constrained)"
+        } else {
+            ""
+        },
+        result.admit().len(),
+        result.hold().len()
+    );
+    if result.decisions.is_empty() {
+        text.push_str("No load is waiting for admission.\n");
+    } else {
+        text.push_str(&table(
+            &["order", "load", "decision", "why"],
+            result
+                .decisions
+                .iter()
+                .enumerate()
+                .map(|(i, (name, hold))| {
+                    [
+                        (i + 1).to_string(),
+                        name.clone(),
+                        if hold.is_some() { "hold" } else { "admit" }.to_owned(),
+                        hold.clone().unwrap_or_default(),
+                    ]
+                }),
+        ));
+    }
+    Output {
+        document,
+        table: text,
+    }
+}
+
+/// Runs the command.
+pub fn run(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    mode: SootheMode,
+    stderr: &mut dyn Write,
+) -> Result<Output, CommandError> {
+    let result = admissions(config, inventory, mode)?;
+    if result.prepare_queue_length.is_none_or(|n| n <= 0) {
+        let _ = writeln!(
+            stderr,
+            "note: loadConcurrency.prepareQueueLength is absent or not positive: the gate is disabled and admits every load (L3.8)"
+        );
+    }
+    Ok(render(&result, mode))
+}
