@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use anti_affinity_placement::scheduler::{ClusterState, Options, ScheduleResult, schedule};
+use anti_affinity_placement::scheduler::{self, Options, ScheduleResult, schedule};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde_json::{Value, json};
 
@@ -154,31 +154,11 @@ pub fn run_one(
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let (bound, mut pending): (Vec<Pod>, Vec<Pod>) = cluster.pods.into_iter().partition(|pod| {
-        pod.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|node| !node.is_empty())
-    });
-    pending.sort_by_key(|pod| {
-        (
-            pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            pod.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_owned()),
-            pod.metadata.name.clone(),
-        )
-    });
-    let mut state = ClusterState::new(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &bound,
-        options.merge_match_label_keys,
-    );
-    let batch = state
-        .place_batch(&pending, options)
-        .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
+    let batch =
+        scheduler::schedule_all(&cluster.nodes, &cluster.namespaces, &cluster.pods, options)
+            .map_err(|error| {
+                CommandError::Input(format!("cannot place the pending pods: {error}"))
+            })?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()

@@ -226,8 +226,9 @@ pub fn schedule(
     state.evaluate(&incoming, opts)
 }
 
-/// Place every pending pod (no `spec.nodeName`) in (namespace, name) order,
-/// each placement updating the state. Entry point of `policyctl schedule --all`.
+/// Place every pending pod (no `spec.nodeName`) in order of creation time,
+/// then namespace and name (pods without a creation time first), each
+/// placement updating the state. Entry point of `policyctl schedule --all`.
 pub fn schedule_all(
     nodes: &[Node],
     namespaces: &[Namespace],
@@ -247,6 +248,7 @@ pub fn schedule_all(
         .collect();
     pending.sort_by_key(|p| {
         (
+            p.metadata.creation_timestamp.as_ref().map(|t| t.0),
             p.metadata
                 .namespace
                 .clone()
