@@ -32,9 +32,8 @@ pub mod metrics;
 mod queue_loop;
 pub mod writes;
 
-use std::sync::Arc;
-
-use controller_kit::server::{HealthServer, Readiness};
+use controller_kit::runner::{RunSettings, run_controller};
+use controller_kit::server::Readiness;
 use controller_kit::{Shutdown, ShutdownReason};
 use prometheus_client::registry::Registry;
 
@@ -89,80 +88,28 @@ pub async fn run_with(
         metrics,
         readiness,
     } = telemetry;
-    let server = match config.metrics_addr {
-        Some(addr) => {
-            let server = HealthServer::bind(addr, Arc::new(registry), readiness.clone()).await?;
-            tracing::info!(addr = %server.local_addr()?, "serving /metrics, /healthz, /readyz");
-            Some(tokio::spawn(server.serve(shutdown.clone())))
-        }
-        None => None,
+    let settings = RunSettings {
+        metrics_addr: config.metrics_addr,
+        leader: config.leader.clone(),
+        dry_run: config.dry_run,
+        registry,
+        readiness: readiness.clone(),
     };
-    let result = lead_and_run(client, config, &shutdown, metrics, readiness.clone()).await;
-    readiness.set_ready(false);
-    if let Err(error) = &result {
-        shutdown.trigger(ShutdownReason::Fatal(error.to_string()));
-    }
-    if let Some(server) = server {
-        shutdown.trigger(ShutdownReason::Requested);
-        let _ = server.await;
-    }
-    result.map(|()| shutdown.reason().unwrap_or(ShutdownReason::Requested))
-}
-
-async fn lead_and_run(
-    client: kube::Client,
-    config: Config,
-    shutdown: &Shutdown,
-    metrics: Metrics,
-    readiness: Readiness,
-) -> Result<(), Error> {
-    let guard = match (&config.leader, config.dry_run) {
-        (Some(_), true) => {
-            tracing::info!(
-                "--dry-run: not taking part in leader election (it would write the Lease)"
-            );
-            None
-        }
-        (Some(leader), false) => {
-            // A standby replica is healthy and ready; it just does not act.
-            readiness.set_ready(true);
-            match controller_kit::leader::acquire_leadership(client.clone(), leader, shutdown)
-                .await?
-            {
-                Some(guard) => {
-                    readiness.set_ready(false);
-                    Some(guard)
-                }
-                None => return Ok(()),
-            }
-        }
-        (None, _) => None,
-    };
-    let status_subresource = match status_subresource(&client, config.status_subresource).await {
-        Ok(s) => s,
-        Err(e) => {
-            if let Some(guard) = guard {
-                let _ = guard.release().await;
-            }
-            return Err(e);
-        }
-    };
-    tracing::info!(
-        namespace = %config.namespace,
-        concurrent_backups = config.concurrent_backups.max(1),
-        status_subresource,
-        dry_run = config.dry_run,
-        "backup queue controller running"
-    );
-    let result = queue_loop::QueueLoop::new(client, config, status_subresource, metrics, readiness)
-        .run(shutdown.clone())
-        .await;
-    if let Some(guard) = guard
-        && let Err(error) = guard.release().await
-    {
-        tracing::warn!(%error, "could not release the leader Lease");
-    }
-    result
+    let work_shutdown = shutdown.clone();
+    run_controller(client.clone(), settings, shutdown, move || async move {
+        let status_subresource = status_subresource(&client, config.status_subresource).await?;
+        tracing::info!(
+            namespace = %config.namespace,
+            concurrent_backups = config.concurrent_backups.max(1),
+            status_subresource,
+            dry_run = config.dry_run,
+            "backup queue controller running"
+        );
+        queue_loop::QueueLoop::new(client, config, status_subresource, metrics, readiness)
+            .run(work_shutdown)
+            .await
+    })
+    .await
 }
 
 /// Resolves `--status-subresource`: `auto` asks API discovery whether

@@ -29,7 +29,8 @@
 //! [`leader::acquire_leadership`] (losing the Lease fires the [`Shutdown`]
 //! token with a non-zero exit code), [`events::EventPublisher`] (respects
 //! `--dry-run`), and [`rbac::ControllerManifest`] to generate the manifests
-//! from the binary's declared RBAC rules.
+//! from the binary's declared RBAC rules; [`runner::run_controller`] ties
+//! the server, leader election and the work together.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -39,6 +40,7 @@ pub mod events;
 pub mod leader;
 pub mod metrics;
 pub mod rbac;
+pub mod runner;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;
