@@ -4,18 +4,30 @@
 //! - the four load kinds: get, list, watch; patch only on DataUploads and
 //!   DataDownloads (the only kinds this controller accepts; PodVolumeBackups
 //!   and PodVolumeRestores are only counted);
-//! - ConfigMaps: get, list, watch (node-agent ConfigMap, ledger); exact mode
-//!   adds create and patch for the ledger. `controller_kit::rbac::Rule` has
-//!   no `resourceNames`, and `create` cannot be restricted by name anyway,
-//!   so these apply to the ConfigMaps of Velero's namespace only (a Role,
-//!   not a ClusterRole);
+//! - ConfigMaps, Velero's namespace only (a Role, not a ClusterRole), by
+//!   name where Kubernetes allows it. The controller reads each ConfigMap
+//!   with a single-object watch (`metadata.name=<name>` field selector, see
+//!   `watch.rs`) and exact mode re-reads the ledger with a GET, so
+//!   get/list/watch are restricted to the node-agent ConfigMap and (exact
+//!   mode) the ledger. Exact mode writes the ledger with a merge patch
+//!   (patch, restricted to the ledger; no update) and creates it once;
+//!   `create` cannot be restricted by name in Kubernetes RBAC, so it is a
+//!   separate, namespace-wide rule. The names are the flag defaults: if
+//!   `--node-agent-configmap` or `--ledger-configmap` is changed, change
+//!   `resourceNames` too;
 //! - Events (`events.k8s.io`): create, patch (added by controller-kit).
 //!
 //! No Lease: every replica acts (exact mode needs no leader).
+//!
+//! Workloads: exact mode is a 2-replica Deployment (the ledger keeps the
+//! limit exact for any number of replicas); optimistic mode is a DaemonSet,
+//! one instance per node, whose identity (`--node`, env `NODE_NAME`) is the
+//! node's name from the downward API (`spec.nodeName`).
 
-use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope};
+use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, Workload};
 
-use crate::config::GateMode;
+use crate::config::{DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode};
+use load_soothe::ledger::DEFAULT_LEDGER_NAME;
 
 /// Rules of both modes.
 pub const RULES: &[Rule] = &[
@@ -30,19 +42,26 @@ pub const RULES: &[Rule] = &[
         &[Get, List, Watch],
     ),
     Rule::new("velero.io", &["datauploads", "datadownloads"], &[Patch]),
-    Rule::new("", &["configmaps"], &[Get, List, Watch]),
+    // Single-object watch (field selector `metadata.name`): list/watch by name suffice.
+    Rule::new("", &["configmaps"], &[Get, List, Watch]).named(&[DEFAULT_NODE_AGENT_CONFIG_MAP]),
 ];
 
-/// Extra rules of exact mode (the ledger ConfigMap).
-pub const EXACT_RULES: &[Rule] = &[Rule::new("", &["configmaps"], &[Create, Patch])];
+/// Extra rules of exact mode (the ledger ConfigMap): read (single-object
+/// watch and GET) and merge-patch it by name; `create` cannot be restricted
+/// by name in Kubernetes RBAC, so it stays namespace-wide (used once, when
+/// the ledger does not exist yet).
+pub const EXACT_RULES: &[Rule] = &[
+    Rule::new("", &["configmaps"], &[Get, List, Watch, Patch]).named(&[DEFAULT_LEDGER_NAME]),
+    Rule::new("", &["configmaps"], &[Create]),
+];
 
 /// Default image in the generated manifests.
 pub const IMAGE: &str = "ghcr.io/placement-policies/load-soothe-controller:0.1.0";
 
 /// The manifest description for a mode: Velero's namespace, a namespaced
-/// Role, no leader election; exact mode runs 2 replicas, optimistic mode 1
-/// (its limit is only soft across replicas). The data mover name is a
-/// placeholder to edit.
+/// Role, no leader election; exact mode runs a 2-replica Deployment,
+/// optimistic mode a DaemonSet (one instance per node; its limit is per
+/// instance). The data mover name is a placeholder to edit.
 pub fn manifest(mode: GateMode) -> ControllerManifest {
     let mut rules = RULES.to_vec();
     if mode == GateMode::Exact {
@@ -51,15 +70,23 @@ pub fn manifest(mode: GateMode) -> ControllerManifest {
     let mut m = ControllerManifest::new(crate::CONTROLLER_NAME, "velero", IMAGE, &rules);
     m.scope = Scope::Namespaced;
     m.leader_election = false;
-    m.replicas = match mode {
-        GateMode::Exact => 2,
-        GateMode::Optimistic => 1,
+    let node = match mode {
+        GateMode::Exact => {
+            m.workload = Workload::Deployment;
+            m.replicas = 2;
+            "--node=$(POD_NAME)"
+        }
+        GateMode::Optimistic => {
+            // controller-kit sets NODE_NAME from spec.nodeName in DaemonSets.
+            m.workload = Workload::DaemonSet;
+            "--node=$(NODE_NAME)"
+        }
     };
     m.args = vec![
         format!("--mode={}", mode.as_str()),
         "--datamover=CHANGE-ME".to_owned(),
         "--namespace=velero".to_owned(),
-        "--node=$(POD_NAME)".to_owned(),
+        node.to_owned(),
     ];
     m
 }

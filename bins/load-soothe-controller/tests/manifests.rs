@@ -44,6 +44,74 @@ fn least_privilege_only_exact_mode_writes_configmaps_and_no_mode_patches_pod_vol
     }
 }
 
+#[test]
+fn optimistic_mode_runs_one_instance_per_node_named_after_its_node() {
+    let optimistic = manifests_yaml(GateMode::Optimistic).unwrap();
+    assert!(optimistic.contains("kind: DaemonSet\n"), "{optimistic}");
+    assert!(!optimistic.contains("kind: Deployment"), "{optimistic}");
+    assert!(
+        optimistic.contains(
+            "- name: NODE_NAME\n          valueFrom:\n            fieldRef:\n              fieldPath: spec.nodeName\n"
+        ),
+        "{optimistic}"
+    );
+    assert!(
+        optimistic.contains("- --node=$(NODE_NAME)\n"),
+        "{optimistic}"
+    );
+    // `--node`'s environment variable is the one the DaemonSet sets.
+    let cli = <load_soothe_controller::args::Cli as clap::CommandFactory>::command();
+    let node = cli
+        .get_arguments()
+        .find(|a| a.get_long() == Some("node"))
+        .unwrap();
+    assert_eq!(node.get_env(), Some(std::ffi::OsStr::new("NODE_NAME")));
+
+    let exact = manifests_yaml(GateMode::Exact).unwrap();
+    assert!(exact.contains("kind: Deployment\n"), "{exact}");
+    assert!(exact.contains("  replicas: 2\n"), "{exact}");
+}
+
+#[test]
+fn configmap_reads_and_ledger_patches_are_restricted_by_name_only_create_is_not() {
+    let exact = load_soothe_controller::rbac::manifest(GateMode::Exact).role_rules();
+    let configmaps: Vec<_> = exact
+        .iter()
+        .filter(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))
+        .collect();
+    for rule in &configmaps {
+        let names = rule.resource_names.clone().unwrap_or_default();
+        if rule.verbs.iter().any(|v| v == "create") {
+            assert!(
+                names.is_empty(),
+                "create cannot be restricted by name: {rule:?}"
+            );
+            assert_eq!(rule.verbs, ["create"], "{rule:?}");
+        } else {
+            assert!(!names.is_empty(), "unrestricted ConfigMap access: {rule:?}");
+            if rule.verbs.iter().any(|v| v == "patch" || v == "update") {
+                assert_eq!(names, ["velero-prepare-queue-ledger"], "{rule:?}");
+            }
+        }
+    }
+    assert!(
+        configmaps
+            .iter()
+            .any(|r| r.verbs.iter().any(|v| v == "create"))
+    );
+    let optimistic = load_soothe_controller::rbac::manifest(GateMode::Optimistic).role_rules();
+    for rule in optimistic
+        .iter()
+        .filter(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))
+    {
+        assert_eq!(rule.verbs, ["get", "list", "watch"], "{rule:?}");
+        assert_eq!(
+            rule.resource_names.as_deref(),
+            Some(&["node-agent-config".to_owned()][..])
+        );
+    }
+}
+
 fn role_section(yaml: &str) -> String {
     yaml.split("---\n")
         .find(|doc| doc.contains("kind: Role\n") || doc.starts_with("kind: Role"))

@@ -1,6 +1,7 @@
 //! Least-privilege RBAC declared once per binary, and the manifests
 //! generated from it: ServiceAccount, Role or ClusterRole with its binding,
-//! the leader-election Role, and the Deployment.
+//! the leader-election Role, and the workload ([`Workload::Deployment`] or
+//! one pod per node as a [`Workload::DaemonSet`]).
 //!
 //! ```
 //! use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope};
@@ -12,13 +13,27 @@
 //! assert!(m.role_rules().len() >= 2);
 //! ```
 //!
-//! Output is deterministic: rules with the same API group and verbs are
-//! merged, resources and rules are sorted, verbs follow the order of
-//! [`RbacVerb`].
+//! Output is deterministic: rules with the same API group, verbs and
+//! resource names are merged, resources, resource names and rules are
+//! sorted, verbs follow the order of [`RbacVerb`].
+//!
+//! A rule can be restricted to objects by name with [`Rule::named`]
+//! (`resourceNames`). Kubernetes RBAC limits what that achieves:
+//! - `create` (and `deletecollection`) can never be restricted by name: the
+//!   name of a new object is not known when the request is authorized, so a
+//!   rule with `create` and `resourceNames` never allows a create. Declare
+//!   `create` in a separate, unnamed rule.
+//! - `list` and `watch` restricted by name are allowed only for requests
+//!   carrying a `metadata.name=<name>` field selector (single-object
+//!   watches, as `kube::runtime::watcher` does with `Config::fields`); a
+//!   plain namespace-wide list or watch needs an unnamed rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, DeploymentSpec,
+    DeploymentStrategy,
+};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
     ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
@@ -70,8 +85,10 @@ impl RbacVerb {
     }
 }
 
-/// One declared permission: verbs on resources of an API group (`""` = core).
-/// Subresources are written `backups/status`.
+/// One declared permission: verbs on resources of an API group (`""` = core),
+/// optionally only on objects with given names (see the module docs for
+/// what `resourceNames` cannot restrict). Subresources are written
+/// `backups/status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
     /// API group (`""` for core).
@@ -80,6 +97,9 @@ pub struct Rule {
     pub resources: &'static [&'static str],
     /// Allowed verbs.
     pub verbs: &'static [RbacVerb],
+    /// Object names the rule is restricted to (`resourceNames`); empty: all
+    /// objects.
+    pub resource_names: &'static [&'static str],
 }
 
 impl Rule {
@@ -93,6 +113,18 @@ impl Rule {
             api_group,
             resources,
             verbs,
+            resource_names: &[],
+        }
+    }
+
+    /// Restricts the rule to the objects with these names (`resourceNames`).
+    /// Do not combine with `create` or `deletecollection`, which Kubernetes
+    /// never authorizes by name; `list`/`watch` then need a `metadata.name`
+    /// field selector (see the module docs).
+    pub const fn named(self, names: &'static [&'static str]) -> Self {
+        Self {
+            resource_names: names,
+            ..self
         }
     }
 }
@@ -120,6 +152,16 @@ pub enum Scope {
     Cluster,
 }
 
+/// The kind of workload running the controller's pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// A Deployment with [`ControllerManifest::replicas`] replicas.
+    Deployment,
+    /// A DaemonSet: one pod per node (`replicas` is ignored). The container
+    /// gets `NODE_NAME` from the downward API (`spec.nodeName`).
+    DaemonSet,
+}
+
 /// Everything needed to generate one controller's manifests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerManifest {
@@ -137,7 +179,9 @@ pub struct ControllerManifest {
     pub rules: Vec<Rule>,
     /// Whether replicas elect a leader (adds the Lease Role and `--leader-elect`).
     pub leader_election: bool,
-    /// Number of replicas.
+    /// Deployment or DaemonSet.
+    pub workload: Workload,
+    /// Number of replicas (Deployment only).
     pub replicas: i32,
     /// Port of `/metrics`, `/healthz`, `/readyz`.
     pub metrics_port: u16,
@@ -162,33 +206,49 @@ fn meta(name: &str, namespace: Option<&str>, app: &str) -> ObjectMeta {
     }
 }
 
-/// Merges and sorts rules (see the module docs).
+/// Rules merged by (API group, verbs, resource names).
+type MergeKey<'a> = (&'a str, BTreeSet<RbacVerb>, BTreeSet<&'a str>);
+
+/// Merges and sorts rules (see the module docs). Rules are merged only when
+/// API group, verbs and resource names are all equal, so merging never
+/// widens a name restriction.
 pub fn normalize(rules: &[Rule]) -> Vec<PolicyRule> {
-    let mut by_group_verbs: BTreeMap<(&str, BTreeSet<RbacVerb>), BTreeSet<&str>> = BTreeMap::new();
+    let mut merged: BTreeMap<MergeKey<'_>, BTreeSet<&str>> = BTreeMap::new();
     for r in rules {
         let verbs: BTreeSet<RbacVerb> = r.verbs.iter().copied().collect();
-        by_group_verbs
-            .entry((r.api_group, verbs))
+        let names: BTreeSet<&str> = r.resource_names.iter().copied().collect();
+        merged
+            .entry((r.api_group, verbs, names))
             .or_default()
             .extend(r.resources.iter().copied());
     }
-    let mut out: Vec<PolicyRule> = by_group_verbs
+    let mut out: Vec<PolicyRule> = merged
         .into_iter()
-        .map(|((group, verbs), resources)| PolicyRule {
+        .map(|((group, verbs, names), resources)| PolicyRule {
             api_groups: Some(vec![group.to_owned()]),
             resources: Some(resources.into_iter().map(str::to_owned).collect()),
             verbs: verbs.into_iter().map(|v| v.as_str().to_owned()).collect(),
+            resource_names: (!names.is_empty())
+                .then(|| names.into_iter().map(str::to_owned).collect()),
             ..PolicyRule::default()
         })
         .collect();
+    // Unnamed rules (`None`) sort before named ones with the same group,
+    // resources and verbs.
     out.sort_by(|a, b| {
-        (&a.api_groups, &a.resources, &a.verbs).cmp(&(&b.api_groups, &b.resources, &b.verbs))
+        (&a.api_groups, &a.resources, &a.verbs, &a.resource_names).cmp(&(
+            &b.api_groups,
+            &b.resources,
+            &b.verbs,
+            &b.resource_names,
+        ))
     });
     out
 }
 
 impl ControllerManifest {
-    /// Defaults: cluster scope, leader election with 2 replicas, port 8080, no extra args.
+    /// Defaults: cluster scope, leader election with a 2-replica Deployment,
+    /// port 8080, no extra args.
     pub fn new(name: &str, namespace: &str, image: &str, rules: &[Rule]) -> Self {
         Self {
             name: name.to_owned(),
@@ -198,6 +258,7 @@ impl ControllerManifest {
             scope: Scope::Cluster,
             rules: rules.to_vec(),
             leader_election: true,
+            workload: Workload::Deployment,
             replicas: 2,
             metrics_port: 8080,
         }
@@ -227,7 +288,7 @@ impl ControllerManifest {
         }
     }
 
-    fn deployment(&self) -> Deployment {
+    fn pod_template(&self) -> PodTemplateSpec {
         let mut args = self.args.clone();
         if self.leader_election {
             args.push("--leader-elect".into());
@@ -244,6 +305,13 @@ impl ControllerManifest {
             }),
             ..EnvVar::default()
         };
+        let mut env = vec![
+            field_env("POD_NAME", "metadata.name"),
+            field_env("POD_NAMESPACE", "metadata.namespace"),
+        ];
+        if self.workload == Workload::DaemonSet {
+            env.push(field_env("NODE_NAME", "spec.nodeName"));
+        }
         let probe = |path: &str| Probe {
             http_get: Some(HTTPGetAction {
                 path: Some(path.into()),
@@ -257,10 +325,7 @@ impl ControllerManifest {
             name: "controller".into(),
             image: Some(self.image.clone()),
             args: Some(args),
-            env: Some(vec![
-                field_env("POD_NAME", "metadata.name"),
-                field_env("POD_NAMESPACE", "metadata.namespace"),
-            ]),
+            env: Some(env),
             ports: Some(vec![ContainerPort {
                 name: Some("http-metrics".into()),
                 container_port: i32::from(self.metrics_port),
@@ -292,14 +357,42 @@ impl ControllerManifest {
             }),
             ..Container::default()
         };
+        PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(labels(&self.name)),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(PodSpec {
+                service_account_name: Some(self.name.clone()),
+                security_context: Some(PodSecurityContext {
+                    run_as_non_root: Some(true),
+                    run_as_user: Some(65532),
+                    run_as_group: Some(65532),
+                    seccomp_profile: Some(SeccompProfile {
+                        type_: "RuntimeDefault".into(),
+                        ..SeccompProfile::default()
+                    }),
+                    ..PodSecurityContext::default()
+                }),
+                containers: vec![container],
+                ..PodSpec::default()
+            }),
+        }
+    }
+
+    fn selector(&self) -> LabelSelector {
+        LabelSelector {
+            match_labels: Some(labels(&self.name)),
+            ..LabelSelector::default()
+        }
+    }
+
+    fn deployment(&self) -> Deployment {
         Deployment {
             metadata: meta(&self.name, Some(&self.namespace), &self.name),
             spec: Some(DeploymentSpec {
                 replicas: Some(self.replicas),
-                selector: LabelSelector {
-                    match_labels: Some(labels(&self.name)),
-                    ..LabelSelector::default()
-                },
+                selector: self.selector(),
                 strategy: Some(DeploymentStrategy {
                     type_: Some(
                         if self.leader_election {
@@ -311,36 +404,32 @@ impl ControllerManifest {
                     ),
                     ..DeploymentStrategy::default()
                 }),
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(labels(&self.name)),
-                        ..ObjectMeta::default()
-                    }),
-                    spec: Some(PodSpec {
-                        service_account_name: Some(self.name.clone()),
-                        security_context: Some(PodSecurityContext {
-                            run_as_non_root: Some(true),
-                            run_as_user: Some(65532),
-                            run_as_group: Some(65532),
-                            seccomp_profile: Some(SeccompProfile {
-                                type_: "RuntimeDefault".into(),
-                                ..SeccompProfile::default()
-                            }),
-                            ..PodSecurityContext::default()
-                        }),
-                        containers: vec![container],
-                        ..PodSpec::default()
-                    }),
-                },
+                template: self.pod_template(),
                 ..DeploymentSpec::default()
             }),
             ..Deployment::default()
         }
     }
 
+    fn daemon_set(&self) -> DaemonSet {
+        DaemonSet {
+            metadata: meta(&self.name, Some(&self.namespace), &self.name),
+            spec: Some(DaemonSetSpec {
+                selector: self.selector(),
+                update_strategy: Some(DaemonSetUpdateStrategy {
+                    type_: Some("RollingUpdate".into()),
+                    ..DaemonSetUpdateStrategy::default()
+                }),
+                template: self.pod_template(),
+                ..DaemonSetSpec::default()
+            }),
+            ..DaemonSet::default()
+        }
+    }
+
     /// All manifests as one multi-document YAML string, in a fixed order:
     /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
-    /// Role and RoleBinding (if enabled), Deployment.
+    /// Role and RoleBinding (if enabled), Deployment or DaemonSet.
     pub fn to_yaml(&self) -> Result<String, Error> {
         let ns = Some(self.namespace.as_str());
         let mut docs: Vec<String> = Vec::new();
@@ -390,7 +479,10 @@ impl ControllerManifest {
                 subjects: Some(vec![self.subject()]),
             }))?;
         }
-        push(serde_saphyr::to_string(&self.deployment()))?;
+        match self.workload {
+            Workload::Deployment => push(serde_saphyr::to_string(&self.deployment()))?,
+            Workload::DaemonSet => push(serde_saphyr::to_string(&self.daemon_set()))?,
+        }
         Ok(docs.join("---\n"))
     }
 }
@@ -453,5 +545,39 @@ mod tests {
         ];
         let b = [a[1], a[0]];
         assert_eq!(normalize(&a), normalize(&b));
+    }
+
+    #[test]
+    fn rules_with_different_resource_names_are_never_merged() {
+        let rules = [
+            Rule::new("", &["configmaps"], &[Get, Patch]).named(&["ledger"]),
+            Rule::new("", &["configmaps"], &[Get, Patch]),
+            Rule::new("", &["secrets"], &[Get, Patch]).named(&["ledger"]),
+            Rule::new("", &["configmaps"], &[Get, Patch]).named(&["b", "a"]),
+        ];
+        let flat: Vec<(Vec<String>, Option<Vec<String>>)> = normalize(&rules)
+            .into_iter()
+            .map(|r| (r.resources.unwrap(), r.resource_names))
+            .collect();
+        assert_eq!(
+            flat,
+            vec![
+                (vec!["configmaps".into()], None),
+                (
+                    vec!["configmaps".into()],
+                    Some(vec!["a".into(), "b".into()])
+                ),
+                (
+                    vec!["configmaps".into(), "secrets".into()],
+                    Some(vec!["ledger".into()])
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn unnamed_rules_emit_no_resource_names() {
+        let out = normalize(&[Rule::new("", &["configmaps"], &[Create])]);
+        assert_eq!(out[0].resource_names, None);
     }
 }

@@ -1,7 +1,7 @@
 //! The Events wrapper (dry-run writes nothing) and generated RBAC manifests.
 
 use controller_kit::events::EventPublisher;
-use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope};
+use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, Workload};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use kube::Resource;
@@ -108,4 +108,27 @@ fn manifests_are_deterministic_and_parse_back() {
             "Deployment"
         ]
     );
+}
+
+#[test]
+fn daemon_set_with_name_restricted_rules() {
+    const NAMED: &[Rule] = &[
+        Rule::new("", &["configmaps"], &[Get, List, Watch, Patch]).named(&["demo-state"]),
+        Rule::new("", &["configmaps"], &[Create]),
+    ];
+    let mut m = ControllerManifest::new(
+        "demo-controller",
+        "velero",
+        "example.invalid/demo:0.1.0",
+        NAMED,
+    );
+    m.scope = Scope::Namespaced;
+    m.leader_election = false;
+    m.workload = Workload::DaemonSet;
+    m.args = vec!["--node=$(NODE_NAME)".into()];
+    let yaml = m.to_yaml().unwrap();
+    assert!(yaml.contains("kind: DaemonSet\n"), "{yaml}");
+    assert!(!yaml.contains("kind: Deployment"), "{yaml}");
+    assert!(!yaml.contains("replicas:"), "{yaml}");
+    insta::assert_snapshot!(yaml);
 }
