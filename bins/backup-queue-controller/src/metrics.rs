@@ -91,6 +91,12 @@ impl Metrics {
     }
 }
 
+impl controller_kit::runner::RegisteredMetrics for Metrics {
+    fn register_on(registry: &mut prometheus_client::registry::Registry) -> Self {
+        Self::register(registry)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

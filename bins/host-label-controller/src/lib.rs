@@ -36,38 +36,16 @@ pub mod report;
 pub mod source;
 mod sync;
 
-use controller_kit::runner::{RunSettings, run_controller};
-use controller_kit::server::Readiness;
+use controller_kit::runner::run_controller;
 use controller_kit::{Shutdown, ShutdownReason};
-use prometheus_client::registry::Registry;
 
 pub use cli::{CONTROLLER_NAME, Config, HostSource, ObjectName};
 pub use error::Error;
 pub use metrics::Metrics;
 
-/// The metric registry and the controller's metrics, created before
-/// [`run_with`] so a caller (a test) can read them.
-#[derive(Debug)]
-pub struct Telemetry {
-    /// The registry served on `/metrics`.
-    pub registry: Registry,
-    /// The controller's metrics (shared handles).
-    pub metrics: Metrics,
-    /// The `/readyz` flag.
-    pub readiness: Readiness,
-}
-
-impl Default for Telemetry {
-    fn default() -> Self {
-        let mut registry = Registry::default();
-        let metrics = Metrics::register(&mut registry);
-        Self {
-            registry,
-            metrics,
-            readiness: Readiness::new(),
-        }
-    }
-}
+/// The metric registry, the controller's [`Metrics`] and the `/readyz`
+/// flag, created before [`run_with`] so a caller (a test) can read them.
+pub type Telemetry = controller_kit::runner::Telemetry<Metrics>;
 
 /// Runs the controller until `shutdown` fires; returns the shutdown reason
 /// (its exit code tells `main` how to exit).
@@ -86,18 +64,8 @@ pub async fn run_with(
     shutdown: Shutdown,
     telemetry: Telemetry,
 ) -> Result<ShutdownReason, Error> {
-    let Telemetry {
-        registry,
-        metrics,
-        readiness,
-    } = telemetry;
-    let settings = RunSettings {
-        metrics_addr: config.metrics_addr,
-        leader: config.leader.clone(),
-        dry_run: config.dry_run,
-        registry,
-        readiness: readiness.clone(),
-    };
+    let (settings, metrics, readiness) =
+        telemetry.into_run_settings(config.metrics_addr, config.leader.clone(), config.dry_run);
     let work_shutdown = shutdown.clone();
     run_controller(client.clone(), settings, shutdown, move || async move {
         tracing::info!(

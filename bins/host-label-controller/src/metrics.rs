@@ -84,3 +84,9 @@ impl Metrics {
         m
     }
 }
+
+impl controller_kit::runner::RegisteredMetrics for Metrics {
+    fn register_on(registry: &mut prometheus_client::registry::Registry) -> Self {
+        Self::register(registry)
+    }
+}

@@ -15,6 +15,58 @@ use crate::leader::acquire_leadership;
 use crate::server::{HealthServer, Readiness};
 use crate::{Error, Shutdown, ShutdownReason};
 
+/// A controller's own metric set, registered on the process registry.
+pub trait RegisteredMetrics {
+    /// Registers the metrics on `registry` and returns their handles.
+    fn register_on(registry: &mut Registry) -> Self;
+}
+
+/// The metric registry, a controller's metrics `M` and the `/readyz` flag,
+/// created before the controller runs so that a caller (a test) can read
+/// them.
+#[derive(Debug)]
+pub struct Telemetry<M> {
+    /// The registry served on `/metrics`.
+    pub registry: Registry,
+    /// The controller's metrics (shared handles).
+    pub metrics: M,
+    /// The `/readyz` flag.
+    pub readiness: Readiness,
+}
+
+impl<M: RegisteredMetrics> Default for Telemetry<M> {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let metrics = M::register_on(&mut registry);
+        Self {
+            registry,
+            metrics,
+            readiness: Readiness::new(),
+        }
+    }
+}
+
+impl<M> Telemetry<M> {
+    /// Splits into the [`RunSettings`] for [`run_controller`] (with the
+    /// process settings given here) and what the work keeps: its metrics
+    /// and the readiness flag.
+    pub fn into_run_settings(
+        self,
+        metrics_addr: Option<SocketAddr>,
+        leader: Option<LeaderElectionConfig>,
+        dry_run: bool,
+    ) -> (RunSettings, M, Readiness) {
+        let settings = RunSettings {
+            metrics_addr,
+            leader,
+            dry_run,
+            registry: self.registry,
+            readiness: self.readiness.clone(),
+        };
+        (settings, self.metrics, self.readiness)
+    }
+}
+
 /// What [`run_controller`] needs besides the work itself.
 #[derive(Debug)]
 pub struct RunSettings {
