@@ -472,16 +472,23 @@ fn decide_fast(state: &QueueState) -> Decision {
     }
     let mut starts = Vec::new();
     let mut waiting: Vec<u32> = Vec::with_capacity(state.waiting.len());
-    for &slot in state.waiting.values() {
+    let mut order = state.waiting.values();
+    for &slot in order.by_ref() {
+        if active >= limit {
+            // Nothing else can start: the rest of the queue just waits.
+            waiting.push(slot);
+            break;
+        }
         let set = &state.record(slot).set;
-        if !claimed.blocks(set, universe) && active < limit {
+        if claimed.blocks(set, universe) {
+            waiting.push(slot);
+        } else {
             active += 1;
             starts.push(slot);
-        } else {
-            waiting.push(slot);
         }
         claimed.claim(set, universe);
     }
+    waiting.extend(order);
     Decision {
         starts,
         waiting,
@@ -538,18 +545,17 @@ pub(crate) fn plan_state(state: &QueueState, with_reasons: bool) -> Plan {
     }
     let active = decision.active;
 
-    let mut invalid: Vec<InvalidFilter> = state
-        .slots
-        .iter()
-        .flatten()
-        .filter_map(|r| {
-            r.matcher.as_ref().err().map(|e| InvalidFilter {
+    let invalid = state
+        .invalid
+        .values()
+        .filter_map(|&slot| {
+            let r = state.record(slot);
+            r.compiled.matcher.as_ref().err().map(|e| InvalidFilter {
                 backup: r.name.clone(),
                 error: e.clone(),
             })
         })
         .collect();
-    invalid.sort_by(|a, b| a.backup.cmp(&b.backup));
 
     Plan {
         writes,

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
+use smallvec::SmallVec;
 
 use crate::input::{BackupInput, NamespaceFilter, Phase, QueueInput};
 use crate::namespaces::{NamespaceMatcher, PatternCache, PatternError, Shape, is_namespace_name};
@@ -28,13 +29,17 @@ pub enum QueueEvent {
     SetConcurrency(u32),
 }
 
+/// Sorted namespace ids; most backups name one to three namespaces, which
+/// are stored inline so the planning pass does not chase a pointer for them.
+pub(crate) type Ids = SmallVec<[u32; 4]>;
+
 /// A backup's namespace set over the universe's live ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum NsSet {
     /// Every live namespace, present and future.
     All,
     /// Sorted live ids.
-    Ids(Vec<u32>),
+    Ids(Ids),
 }
 
 /// Where a backup sorts in the queue: Queued ones by (position, creation,
@@ -47,18 +52,27 @@ pub(crate) struct OrderKey {
     pub(crate) name: Arc<str>,
 }
 
+/// One tracked backup. The fields every planning pass reads come first and
+/// stay small; the compiled filter, read only when a backup or namespace
+/// changes, lives behind a pointer ([`CompiledFilter`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
-    pub(crate) name: Arc<str>,
-    pub(crate) resource_version: Option<Arc<str>>,
     pub(crate) phase: Phase,
     pub(crate) position: u32,
+    pub(crate) name: Arc<str>,
+    pub(crate) resource_version: Option<Arc<str>>,
+    pub(crate) set: NsSet,
     pub(crate) created: Timestamp,
+    pub(crate) compiled: Box<CompiledFilter>,
+}
+
+/// A backup's namespace filter as written and as compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledFilter {
     pub(crate) filter: NamespaceFilter,
     pub(crate) matcher: Result<NamespaceMatcher, PatternError>,
     /// Literal includes counted in the universe.
     pub(crate) literals: Vec<String>,
-    pub(crate) set: NsSet,
 }
 
 impl Record {
@@ -91,6 +105,8 @@ pub struct QueueState {
     pub(crate) waiting: BTreeMap<OrderKey, u32>,
     /// Active (ReadyToStart and InProgress) backups by name.
     pub(crate) active: BTreeMap<Arc<str>, u32>,
+    /// Backups whose namespace filter does not compile, by name.
+    pub(crate) invalid: BTreeMap<Arc<str>, u32>,
     patterns: PatternCache,
 }
 
@@ -105,6 +121,7 @@ impl QueueState {
             by_name: HashMap::new(),
             waiting: BTreeMap::new(),
             active: BTreeMap::new(),
+            invalid: BTreeMap::new(),
             patterns: PatternCache::default(),
         }
     }
@@ -128,14 +145,14 @@ impl QueueState {
                 continue;
             }
             let record = new_record(b, &mut state.patterns);
-            for lit in &record.literals {
+            for lit in &record.compiled.literals {
                 state.universe.add_ref(lit);
             }
             records.push(record);
         }
         let mut cache = HashMap::new();
         for mut record in records {
-            record.set = resolve(&record.matcher, &state.universe, Some(&mut cache));
+            record.set = resolve(&record.compiled.matcher, &state.universe, Some(&mut cache));
             state.insert_record(record);
         }
         state
@@ -203,7 +220,7 @@ impl QueueState {
             return;
         }
         if let Some(&slot) = self.by_name.get(b.name.as_str()) {
-            let same_filter = self.record(slot).filter == b.namespaces;
+            let same_filter = self.record(slot).compiled.filter == b.namespaces;
             if same_filter {
                 self.unindex(slot);
                 if let Some(r) = self.slots[slot as usize].as_mut() {
@@ -221,17 +238,18 @@ impl QueueState {
             self.patterns.clear();
         }
         let mut record = new_record(&b, &mut self.patterns);
-        for lit in &record.literals {
+        for lit in &record.compiled.literals {
             if let Some(id) = self.universe.add_ref(lit) {
                 self.namespace_appeared(id);
             }
         }
-        record.set = resolve(&record.matcher, &self.universe, None);
+        record.set = resolve(&record.compiled.matcher, &self.universe, None);
         self.insert_record(record);
     }
 
     fn insert_record(&mut self, record: Record) {
         let name = record.name.clone();
+        let invalid = record.compiled.matcher.is_err();
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(record);
@@ -242,6 +260,9 @@ impl QueueState {
                 u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
             }
         };
+        if invalid {
+            self.invalid.insert(name.clone(), slot);
+        }
         self.by_name.insert(name, slot);
         self.index(slot);
     }
@@ -273,11 +294,12 @@ impl QueueState {
             return false;
         };
         self.unindex(slot);
+        self.invalid.remove(name);
         let Some(record) = self.slots[slot as usize].take() else {
             return false;
         };
         self.free.push(slot);
-        for lit in &record.literals {
+        for lit in &record.compiled.literals {
             if let Some(id) = self.universe.remove_ref(lit) {
                 self.namespace_vanished(id);
             }
@@ -292,7 +314,7 @@ impl QueueState {
             let NsSet::Ids(ids) = &mut r.set else {
                 continue;
             };
-            if r.matcher.as_ref().is_ok_and(|m| m.is_match(&name))
+            if r.compiled.matcher.as_ref().is_ok_and(|m| m.is_match(&name))
                 && let Err(pos) = ids.binary_search(&id)
             {
                 ids.insert(pos, id);
@@ -326,15 +348,17 @@ fn new_record(b: &BackupInput, patterns: &mut PatternCache) -> Record {
         Err(_) => Vec::new(),
     };
     Record {
-        name: Arc::from(b.name.as_str()),
-        resource_version: b.resource_version.as_deref().map(Arc::from),
         phase: b.phase,
         position: b.queue_position,
+        set: NsSet::Ids(Ids::new()),
+        name: Arc::from(b.name.as_str()),
+        resource_version: b.resource_version.as_deref().map(Arc::from),
         created: b.created,
-        filter: b.namespaces.clone(),
-        matcher,
-        literals,
-        set: NsSet::Ids(Vec::new()),
+        compiled: Box::new(CompiledFilter {
+            filter: b.namespaces.clone(),
+            matcher,
+            literals,
+        }),
     }
 }
 
@@ -351,7 +375,7 @@ fn resolve(
         // backup run next to anything; we hold it as covering everything.
         return NsSet::All;
     };
-    let mut ids = Vec::new();
+    let mut ids = Ids::new();
     match m.shape() {
         Shape::All => return NsSet::All,
         Shape::AllExcept => {

@@ -111,6 +111,18 @@ proptest! {
     }
 
     #[test]
+    fn writes_only_planning_writes_exactly_what_explained_planning_writes(input in any_input()) {
+        // `plan_writes` stops checking overlaps once capacity is full;
+        // `plan` checks every backup to explain it.
+        let state = QueueState::from_input(&input);
+        let cheap = state.plan_writes();
+        let full = state.plan();
+        prop_assert_eq!(cheap.writes, full.writes);
+        prop_assert_eq!(cheap.active, full.active);
+        prop_assert_eq!(cheap.invalid, full.invalid);
+    }
+
+    #[test]
     fn writes_carry_the_snapshot_resource_version_and_starts_come_first(input in any_input()) {
         let p = plan(&input);
         let rv: HashMap<&str, &Option<String>> = input.backups.iter().map(|b| (b.name.as_str(), &b.resource_version)).collect();
