@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 use kube_validation::{
-    validate_dns1123_subdomain, validate_label_selector, validate_label_value,
-    validate_node_selector_requirement, validate_qualified_name,
+    unparsable_node_selector_requirement, validate_dns1123_subdomain, validate_label_selector,
+    validate_label_value, validate_node_selector_requirement, validate_qualified_name,
 };
 
 use crate::config::{
@@ -191,15 +191,25 @@ fn load_affinity(
                     operator: e.operator.clone(),
                     values: e.values.clone(),
                 };
-                for violation in validate_node_selector_requirement(
-                    &format!("{path}.nodeSelector.matchExpressions[{j}]"),
-                    &requirement,
-                ) {
+                let requirement_path = format!("{path}.nodeSelector.matchExpressions[{j}]");
+                let rejected = validate_node_selector_requirement(&requirement_path, &requirement);
+                let (violations, effect) = if rejected.is_empty() {
+                    (
+                        unparsable_node_selector_requirement(&requirement_path, &requirement),
+                        "copied verbatim into the pod's node affinity; the scheduler cannot parse it, so the data-mover pod stays Pending (A2.8, W2.4)",
+                    )
+                } else {
+                    (
+                        rejected,
+                        "copied verbatim into the pod's node affinity; the API server rejects the data-mover pod (A2.8, W2.4)",
+                    )
+                };
+                for violation in violations {
                     out.push(Finding::error(
                         FindingKind::InvalidRequirement,
                         violation.path,
                         violation.message,
-                        "copied verbatim into the pod's node affinity; the API server rejects the data-mover pod (A2.8, W2.4)",
+                        effect,
                     ));
                 }
             }

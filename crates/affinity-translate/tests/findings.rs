@@ -58,6 +58,10 @@ const CASES: &[(&str, &str)] = &[
         r#"{"loadAffinity": [{"nodeSelector": {"matchExpressions": [{"key": "cpus", "operator": "Gt", "values": ["many"]}]}}]}"#,
     ),
     (
+        "loadAffinity Lt with a negative integer, not a label value (A2.8)",
+        r#"{"loadAffinity": [{"nodeSelector": {"matchExpressions": [{"key": "cpus", "operator": "Lt", "values": ["-1"]}]}}]}"#,
+    ),
+    (
         "loadAffinity unknown operator (A2.8)",
         r#"{"loadAffinity": [{"nodeSelector": {"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["x"]}]}}]}"#,
     ),

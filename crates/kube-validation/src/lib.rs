@@ -24,5 +24,6 @@ pub use names::{
 pub use quantity::{Quantity, QuantityError};
 pub use selector::{
     LabelSelectorOperator, NodeSelectorOperator, SelectorError, Violation,
-    label_selector_to_selector, validate_label_selector, validate_node_selector_requirement,
+    label_selector_to_selector, unparsable_node_selector_requirement, validate_label_selector,
+    validate_node_selector_requirement,
 };

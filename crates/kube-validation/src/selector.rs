@@ -177,10 +177,15 @@ fn validate_requirement(
     check_values(&format!("{path}.values"), values, out);
 }
 
-/// Every problem with one node selector requirement (`nodeSelectorTerms[].
-/// matchExpressions[]`): key syntax, operator one of `In`, `NotIn`, `Exists`,
-/// `DoesNotExist`, `Gt`, `Lt`, and the value counts each operator needs
-/// (`Gt`/`Lt`: exactly one integer).
+/// Every problem the API server finds in one node selector requirement of a
+/// new pod's required node affinity (`nodeSelectorTerms[].matchExpressions[]`,
+/// `ValidateNodeSelectorRequirement` without `AllowInvalidLabelValueInRequiredNodeAffinity`):
+/// key syntax, operator one of `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`,
+/// `Lt`, the value counts each operator needs, and every value a valid label
+/// value (whatever the operator). A pod with any of these is rejected.
+///
+/// The API server does not check that a `Gt`/`Lt` value is an integer; see
+/// [`unparsable_node_selector_requirement`].
 pub fn validate_node_selector_requirement(
     path: &str,
     requirement: &NodeSelectorRequirement,
@@ -197,12 +202,11 @@ pub fn validate_node_selector_requirement(
                     message: "must be specified when `operator` is 'In' or 'NotIn'".to_owned(),
                 });
             }
-            check_values(&values_path, values, &mut out);
         }
         Some(NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist) => {
             if !values.is_empty() {
                 out.push(Violation {
-                    path: values_path,
+                    path: values_path.clone(),
                     message: format!(
                         "Invalid value: {}: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
                         quoted_list(values)
@@ -213,18 +217,10 @@ pub fn validate_node_selector_requirement(
         Some(NodeSelectorOperator::Gt | NodeSelectorOperator::Lt) => {
             if values.len() != 1 {
                 out.push(Violation {
-                    path: values_path,
+                    path: values_path.clone(),
                     message: format!(
                         "Required value: must be specified single value when `operator` is 'Lt' or 'Gt', got {}",
                         quoted_list(values)
-                    ),
-                });
-            } else if values[0].parse::<i64>().is_err() {
-                out.push(Violation {
-                    path: format!("{values_path}[0]"),
-                    message: format!(
-                        "Invalid value: {:?}: must be an integer for 'Gt' and 'Lt'",
-                        values[0]
                     ),
                 });
             }
@@ -237,7 +233,33 @@ pub fn validate_node_selector_requirement(
             ),
         }),
     }
+    check_values(&values_path, values, &mut out);
     out
+}
+
+/// What kube-scheduler cannot parse in a node selector requirement the API
+/// server accepts (`nodeaffinity.NewNodeSelector` through
+/// `labels.NewRequirement`): a single `Gt`/`Lt` value that is not a base-10
+/// integer. The term holding it never matches a node, so a pod that
+/// requires it stays `Pending`. Meant for requirements without
+/// [`validate_node_selector_requirement`] violations (the API server rejects
+/// those before the scheduler sees them).
+pub fn unparsable_node_selector_requirement(
+    path: &str,
+    requirement: &NodeSelectorRequirement,
+) -> Vec<Violation> {
+    let values = requirement.values.as_deref().unwrap_or_default();
+    let comparison = matches!(
+        NodeSelectorOperator::parse(&requirement.operator),
+        Some(NodeSelectorOperator::Gt | NodeSelectorOperator::Lt)
+    );
+    match values {
+        [value] if comparison && value.parse::<i64>().is_err() => vec![Violation {
+            path: format!("{path}.values[0]"),
+            message: format!("Invalid value: {value:?}: must be an integer for 'Gt' and 'Lt'"),
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// Converts a label selector into kube-core's [`Selector`] after validating
@@ -343,17 +365,28 @@ mod tests {
     }
 
     #[test]
-    fn node_requirements_accept_gt_lt_with_one_integer() {
+    fn node_requirements_follow_the_api_server_then_the_scheduler_parser() {
         let nsr = |op: &str, values: &[&str]| NodeSelectorRequirement {
             key: "cores".to_owned(),
             operator: op.to_owned(),
             values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
         };
         assert!(validate_node_selector_requirement("r", &nsr("Gt", &["4"])).is_empty());
+        assert!(unparsable_node_selector_requirement("r", &nsr("Gt", &["4"])).is_empty());
+        // The API server accepts a non-integer label value; the scheduler
+        // cannot parse it.
+        assert!(validate_node_selector_requirement("r", &nsr("Lt", &["x"])).is_empty());
         assert_eq!(
-            validate_node_selector_requirement("r", &nsr("Lt", &["x"]))[0].path,
+            unparsable_node_selector_requirement("r", &nsr("Lt", &["x"]))[0].path,
             "r.values[0]"
         );
+        // An integer that is not a label value: the API server rejects it.
+        assert_eq!(
+            validate_node_selector_requirement("r", &nsr("Gt", &["-1"]))[0].path,
+            "r.values[0]"
+        );
+        assert!(unparsable_node_selector_requirement("r", &nsr("Gt", &["-1"])).is_empty());
+        assert!(unparsable_node_selector_requirement("r", &nsr("In", &["x"])).is_empty());
         assert_eq!(
             validate_node_selector_requirement("r", &nsr("Gt", &["1", "2"]))[0].path,
             "r.values"
