@@ -1,12 +1,17 @@
 //! Leader election against the in-process API stand-in: one leader among
-//! two contenders, hand-over on release, shutdown with a non-zero exit on loss.
+//! two contenders, hand-over on release, shutdown with a non-zero exit on
+//! loss; and `run_controller`'s process life around it (standby readiness,
+//! work outcome, dry-run without a Lease).
 
 use std::time::Duration;
 
 use controller_kit::leader::acquire_leadership;
+use controller_kit::runner::{RunSettings, run_controller};
+use controller_kit::server::Readiness;
 use controller_kit::{LeaderElectionConfig, Shutdown, ShutdownReason};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube_fake_api::{FakeApi, ResourceId};
+use prometheus_client::registry::Registry;
 use serde_json::json;
 
 fn config(identity: &str) -> LeaderElectionConfig {
@@ -117,37 +122,69 @@ async fn shutdown_while_waiting_returns_none() {
     guard.release().await.unwrap();
 }
 
-#[derive(Debug)]
-struct WorkFailed;
+#[derive(Debug, PartialEq)]
+enum WorkFailed {
+    Work,
+    Kit(String),
+}
 impl std::fmt::Display for WorkFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("work failed")
+        match self {
+            Self::Work => f.write_str("work failed"),
+            Self::Kit(e) => write!(f, "controller-kit: {e}"),
+        }
+    }
+}
+impl From<controller_kit::Error> for WorkFailed {
+    fn from(e: controller_kit::Error) -> Self {
+        Self::Kit(e.to_string())
     }
 }
 
+/// Settings for `run_controller` without an HTTP server.
+fn settings(leader: Option<LeaderElectionConfig>, dry_run: bool) -> (RunSettings, Readiness) {
+    let readiness = Readiness::new();
+    let settings = RunSettings {
+        metrics_addr: None,
+        leader,
+        dry_run,
+        registry: Registry::default(),
+        readiness: readiness.clone(),
+    };
+    (settings, readiness)
+}
+
 #[tokio::test]
-async fn run_while_leading_stops_work_on_loss_and_reports_exit_code() {
-    use controller_kit::leader::run_while_leading;
+async fn run_controller_stops_work_on_loss_and_reports_exit_code() {
     let fake = FakeApi::new();
     let shutdown = Shutdown::new();
     let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let work = {
         let (s, stopped) = (shutdown.clone(), stopped.clone());
-        async move {
+        move || async move {
             s.signalled().await;
             stopped.store(true, std::sync::atomic::Ordering::SeqCst);
             Ok::<(), WorkFailed>(())
         }
     };
+    let (settings, readiness) = settings(Some(config("a")), false);
     let runner = tokio::spawn({
         let (c, s) = (fake.client(), shutdown.clone());
-        async move { run_while_leading(c, Some(&config("a")), &s, work).await }
+        async move { run_controller(c, settings, s, work).await }
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while holder(&fake).as_deref() != Some("a") {
         assert!(
             tokio::time::Instant::now() < deadline,
             "never became leader"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Ready while standing by; not ready once leading, until the work says so.
+    while readiness.is_ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a leader stays not ready until its work marks itself ready"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -180,31 +217,133 @@ async fn run_while_leading_stops_work_on_loss_and_reports_exit_code() {
 }
 
 #[tokio::test]
-async fn run_while_leading_without_election_reports_work_outcome() {
-    use controller_kit::leader::run_while_leading;
+async fn a_standby_replica_is_ready_while_it_waits_for_the_lease() {
     let fake = FakeApi::new();
-    let ok = run_while_leading(fake.client(), None, &Shutdown::new(), async {
+    let (leader_shutdown, standby_shutdown) = (Shutdown::new(), Shutdown::new());
+    let (leader_settings, _) = settings(Some(config("a")), false);
+    let leader = tokio::spawn({
+        let (c, s) = (fake.client(), leader_shutdown.clone());
+        let signalled = s.clone();
+        async move {
+            run_controller(c, leader_settings, s, move || async move {
+                signalled.signalled().await;
+                Ok::<(), WorkFailed>(())
+            })
+            .await
+        }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while holder(&fake).as_deref() != Some("a") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never became leader"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (standby_settings, standby_ready) = settings(Some(config("b")), false);
+    let worked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let standby = tokio::spawn({
+        let (c, s, worked) = (fake.client(), standby_shutdown.clone(), worked.clone());
+        async move {
+            run_controller(c, standby_settings, s, move || async move {
+                worked.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok::<(), WorkFailed>(())
+            })
+            .await
+        }
+    });
+    while !standby_ready.is_ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "standby never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    standby_shutdown.trigger(ShutdownReason::Signal("SIGTERM"));
+    let reason = tokio::time::timeout(Duration::from_secs(10), standby)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(reason.exit_code(), 0);
+    assert!(
+        !worked.load(std::sync::atomic::Ordering::SeqCst),
+        "a standby never runs the work"
+    );
+    assert_eq!(holder(&fake).as_deref(), Some("a"));
+    leader_shutdown.trigger(ShutdownReason::Requested);
+    let reason = tokio::time::timeout(Duration::from_secs(10), leader)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(reason, ShutdownReason::Requested);
+}
+
+#[tokio::test]
+async fn run_controller_without_election_reports_work_outcome() {
+    let fake = FakeApi::new();
+    let ok = run_controller(
+        fake.client(),
+        settings(None, false).0,
+        Shutdown::new(),
+        || async { Ok::<(), WorkFailed>(()) },
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok, ShutdownReason::Requested);
+    let shutdown = Shutdown::new();
+    let failed = run_controller(
+        fake.client(),
+        settings(None, false).0,
+        shutdown.clone(),
+        || async { Err::<(), _>(WorkFailed::Work) },
+    )
+    .await;
+    assert_eq!(failed, Err(WorkFailed::Work));
+    assert_eq!(
+        shutdown.reason(),
+        Some(ShutdownReason::Fatal("work failed".into()))
+    );
+    assert_eq!(shutdown.reason().map(|r| r.exit_code()), Some(1));
+    // A signal that came first wins over the work's own outcome.
+    let s = Shutdown::new();
+    s.trigger(ShutdownReason::Signal("SIGTERM"));
+    let r = run_controller(fake.client(), settings(None, false).0, s, || async {
         Ok::<(), WorkFailed>(())
     })
     .await
     .unwrap();
-    assert_eq!(ok, ShutdownReason::Requested);
-    let failed = run_while_leading(fake.client(), None, &Shutdown::new(), async {
-        Err::<(), _>(WorkFailed)
-    })
-    .await
-    .unwrap();
-    assert_eq!(failed, ShutdownReason::Fatal("work failed".into()));
-    assert_eq!(failed.exit_code(), 1);
-    // A signal that came first wins over the work's own outcome.
-    let s = Shutdown::new();
-    s.trigger(ShutdownReason::Signal("SIGTERM"));
-    let r = run_while_leading(fake.client(), None, &s, async { Ok::<(), WorkFailed>(()) })
-        .await
-        .unwrap();
     assert_eq!(r.exit_code(), 0);
     assert!(
         fake.requests().is_empty(),
         "no Lease traffic without election"
+    );
+}
+
+#[tokio::test]
+async fn dry_run_skips_leader_election() {
+    let fake = FakeApi::new();
+    let worked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reason = run_controller(
+        fake.client(),
+        settings(Some(config("a")), true).0,
+        Shutdown::new(),
+        {
+            let worked = worked.clone();
+            move || async move {
+                worked.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok::<(), WorkFailed>(())
+            }
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(reason, ShutdownReason::Requested);
+    assert!(worked.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(
+        fake.requests().is_empty(),
+        "--dry-run takes no Lease: {:?}",
+        fake.requests()
     );
 }

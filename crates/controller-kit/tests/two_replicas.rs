@@ -1,13 +1,16 @@
-//! Two replicas of a tiny controller built from controller-kit pieces, run
-//! against kube-fake-api: only the leader acts; a crashed leader is replaced
-//! after the Lease expires; dry-run writes nothing.
+//! Two replicas of a tiny controller built from controller-kit pieces and
+//! run by `run_controller`, against kube-fake-api: only the leader acts; a
+//! crashed leader is replaced after the Lease expires; dry-run writes
+//! nothing, not even the Lease.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use controller_kit::events::EventPublisher;
-use controller_kit::leader::run_while_leading;
 use controller_kit::metrics::{ControllerMetrics, ErrorKind};
+use controller_kit::runner::{RunSettings, run_controller};
+use controller_kit::server::Readiness;
 use controller_kit::{LeaderElectionConfig, Shutdown, ShutdownReason};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -28,6 +31,14 @@ impl std::fmt::Display for Failed {
     }
 }
 impl std::error::Error for Failed {}
+impl From<controller_kit::Error> for Failed {
+    fn from(e: controller_kit::Error) -> Self {
+        match e {
+            controller_kit::Error::Kube(k) => Failed(k),
+            other => Failed(kube::Error::Service(other.to_string().into())),
+        }
+    }
+}
 impl ErrorKind for Failed {
     fn kind(&self) -> &'static str {
         "kube_api"
@@ -40,11 +51,13 @@ struct Ctx {
     dry_run: bool,
     events: EventPublisher,
     metrics: ControllerMetrics,
+    reconciled: Arc<AtomicUsize>,
 }
 
 /// Marks every ConfigMap with the identity of the replica that handled it.
 async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Failed> {
     let _timer = ctx.metrics.reconcile_started();
+    ctx.reconciled.fetch_add(1, Ordering::SeqCst);
     if cm.labels().get("handled-by").is_some() {
         return Ok(Action::await_change());
     }
@@ -73,10 +86,7 @@ async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Failed> 
     ctx.events
         .publish(&ev, &cm.object_ref(&()))
         .await
-        .map_err(|e| match e {
-            controller_kit::Error::Kube(k) => Failed(k),
-            other => Failed(kube::Error::Service(other.to_string().into())),
-        })?;
+        .map_err(Failed::from)?;
     Ok(Action::await_change())
 }
 
@@ -95,39 +105,54 @@ fn election(identity: &str) -> LeaderElectionConfig {
     }
 }
 
-fn replica(
-    fake: &FakeApi,
-    identity: &str,
-    dry_run: bool,
-) -> (Shutdown, tokio::task::JoinHandle<ShutdownReason>) {
+struct Replica {
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<ShutdownReason>,
+    reconciled: Arc<AtomicUsize>,
+}
+
+fn replica(fake: &FakeApi, identity: &str, dry_run: bool) -> Replica {
     let shutdown = Shutdown::new();
     let client = fake.client();
+    let reconciled = Arc::new(AtomicUsize::new(0));
     let ctx = Arc::new(Ctx {
         client: client.clone(),
         identity: identity.into(),
         dry_run,
         events: EventPublisher::new(client.clone(), "demo", Some(identity.into()), dry_run),
         metrics: ControllerMetrics::register(&mut Registry::default(), "demo"),
+        reconciled: reconciled.clone(),
     });
-    let identity = identity.to_owned();
+    let settings = RunSettings {
+        metrics_addr: None,
+        leader: Some(election(identity)),
+        dry_run,
+        registry: Registry::default(),
+        readiness: Readiness::new(),
+    };
     let task = tokio::spawn({
         let shutdown = shutdown.clone();
         async move {
             let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-            let work = Controller::new(cms, watcher::Config::default())
-                .graceful_shutdown_on(shutdown.signalled())
-                .run(reconcile, error_policy, ctx)
-                .for_each(|_| async {});
-            let work = async move {
-                work.await;
+            let signalled = shutdown.signalled();
+            let work = move || async move {
+                Controller::new(cms, watcher::Config::default())
+                    .graceful_shutdown_on(signalled)
+                    .run(reconcile, error_policy, ctx)
+                    .for_each(|_| async {})
+                    .await;
                 Ok::<(), Failed>(())
             };
-            run_while_leading(client, Some(&election(&identity)), &shutdown, work)
+            run_controller(client, settings, shutdown, work)
                 .await
                 .unwrap()
         }
     });
-    (shutdown, task)
+    Replica {
+        shutdown,
+        task,
+        reconciled,
+    }
 }
 
 fn handlers(fake: &FakeApi) -> Vec<String> {
@@ -167,8 +192,8 @@ async fn only_the_leader_acts_and_a_crashed_leader_is_replaced() {
     for n in ["a", "b", "c"] {
         create(&fake, n).await;
     }
-    let (sa, ta) = replica(&fake, "replica-a", false);
-    let (sb, tb) = replica(&fake, "replica-b", false);
+    let a = replica(&fake, "replica-a", false);
+    let b = replica(&fake, "replica-b", false);
     eventually("all handled", || {
         fake.list::<ConfigMap>(Some("default"))
             .unwrap()
@@ -179,9 +204,9 @@ async fn only_the_leader_acts_and_a_crashed_leader_is_replaced() {
     let first = handlers(&fake);
     assert_eq!(first.len(), 1, "one replica acted: {first:?}");
     let (leader_task, follower_shutdown, follower_task) = if first[0] == "replica-a" {
-        (ta, sb, tb)
+        (a.task, b.shutdown, b.task)
     } else {
-        (tb, sa, ta)
+        (b.task, a.shutdown, a.task)
     };
 
     // Crash the leader (no release): the follower takes over after expiry.
@@ -211,34 +236,21 @@ async fn only_the_leader_acts_and_a_crashed_leader_is_replaced() {
 }
 
 #[tokio::test]
-async fn dry_run_replica_writes_nothing_but_the_lease() {
+async fn dry_run_replica_writes_nothing() {
     let fake = FakeApi::new();
     create(&fake, "a").await;
     fake.clear_requests();
-    let (s, t) = replica(&fake, "replica-a", true);
-    eventually("lease held", || {
-        fake.get::<k8s_openapi::api::coordination::v1::Lease>(Some("default"), "demo")
-            .unwrap()
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity)
-            .is_some()
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    s.trigger(ShutdownReason::Requested);
-    tokio::time::timeout(Duration::from_secs(10), t)
+    let r = replica(&fake, "replica-a", true);
+    eventually("reconciled", || r.reconciled.load(Ordering::SeqCst) > 0).await;
+    r.shutdown.trigger(ShutdownReason::Requested);
+    tokio::time::timeout(Duration::from_secs(10), r.task)
         .await
         .unwrap()
         .unwrap();
     let writes: Vec<_> = fake
         .requests()
         .into_iter()
-        .filter(|r| {
-            r.is_write()
-                && r.resource
-                    .as_ref()
-                    .is_some_and(|res| res.plural != "leases")
-        })
+        .filter(|r| r.is_write())
         .collect();
     assert!(writes.is_empty(), "dry-run wrote {writes:?}");
     assert!(handlers(&fake).is_empty());
