@@ -52,9 +52,9 @@ pub(crate) struct OrderKey {
     pub(crate) name: Arc<str>,
 }
 
-/// One tracked backup. The fields every planning pass reads come first and
-/// stay small; the compiled filter, read only when a backup or namespace
-/// changes, lives behind a pointer ([`CompiledFilter`]).
+/// One tracked backup. The fields every planning pass reads stay inline and
+/// small; the compiled filter, read only when a backup or namespace changes,
+/// lives behind a pointer ([`CompiledFilter`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
     pub(crate) phase: Phase,
