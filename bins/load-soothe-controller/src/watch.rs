@@ -100,11 +100,80 @@ pub(crate) fn spawn_config_map_watch(
                     continue;
                 }
                 Ok(Event::InitDone) => wrap(buffer.take()),
-                Err(e) => Input::WatchError(format!("ConfigMap {what} watch: {e}")),
+                Err(e) => Input::WatchError(config_map_watch_error(&what, which, &e)),
             };
             if tx.send(input).is_err() {
                 return;
             }
         }
     })
+}
+
+/// The message for a failed ConfigMap watch. A 403 gets the likely fix: the
+/// generated Role grants these ConfigMaps by name (`resourceNames`), so a
+/// changed `--node-agent-configmap`/`--ledger-configmap` needs the Role
+/// changed too.
+fn config_map_watch_error(name: &str, which: Watched, error: &watcher::Error) -> String {
+    if !is_forbidden(error) {
+        return format!("ConfigMap {name} watch: {error}");
+    }
+    let flag = match which {
+        Watched::NodeAgentConfig => "--node-agent-configmap",
+        Watched::Ledger => "--ledger-configmap",
+    };
+    format!(
+        "ConfigMap {name} watch: {error}; the Role grants ConfigMaps by name: add {name:?} to its resourceNames (or set {flag} back to the name it lists), see docs/operations.md"
+    )
+}
+
+/// True if the API server refused the list or watch with 403 Forbidden.
+fn is_forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::WatchError(status) => status.is_forbidden(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::*;
+
+    fn list_failed(status: Status) -> watcher::Error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status.boxed()))
+    }
+
+    #[test]
+    fn a_forbidden_config_map_watch_names_the_role_fix() {
+        let forbidden = list_failed(
+            Status::failure(
+                "configmaps \"my-config\" is forbidden: User cannot list resource \"configmaps\"",
+                "Forbidden",
+            )
+            .with_code(403),
+        );
+        let message = config_map_watch_error("my-config", Watched::NodeAgentConfig, &forbidden);
+        assert!(
+            message.contains("add \"my-config\" to its resourceNames"),
+            "{message}"
+        );
+        assert!(message.contains("--node-agent-configmap"), "{message}");
+        let ledger = config_map_watch_error("my-ledger", Watched::Ledger, &forbidden);
+        assert!(ledger.contains("--ledger-configmap"), "{ledger}");
+    }
+
+    #[test]
+    fn other_config_map_watch_errors_carry_no_rbac_hint() {
+        let failed = list_failed(Status::failure("etcd is down", "InternalError").with_code(500));
+        let message = config_map_watch_error("my-config", Watched::NodeAgentConfig, &failed);
+        assert!(
+            message.starts_with("ConfigMap my-config watch: "),
+            "{message}"
+        );
+        assert!(!message.contains("resourceNames"), "{message}");
+    }
 }
