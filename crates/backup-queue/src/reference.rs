@@ -282,3 +282,52 @@ pub fn run_to_fixed_point(input: &QueueInput) -> ReferenceOutcome {
         writes: model.writes,
     }
 }
+
+/// The fuzzing entry point for namespace filters
+/// (`fuzz/fuzz_targets/namespace_filter.rs` and the corpus replay test).
+///
+/// `data` is text, one entry per line: `+pattern` adds an include,
+/// `-pattern` an exclude, `=name` a cluster namespace (names that cannot be
+/// namespaces and repeated names are dropped, as no cluster has them); other
+/// lines are ignored. Compiling and matching must never panic, and a filter
+/// that compiles must resolve to exactly the namespaces Velero's own
+/// resolution gives ([`velero_namespaces`], Q4.6–Q4.9). Panics otherwise:
+/// that is what the fuzzer looks for.
+pub fn fuzz_namespace_filter(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut filter = crate::NamespaceFilter::default();
+    let mut cluster: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix('+') {
+            filter.included.push(p.to_owned());
+        } else if let Some(p) = line.strip_prefix('-') {
+            filter.excluded.push(p.to_owned());
+        } else if let Some(n) = line.strip_prefix('=')
+            && crate::is_namespace_name(n)
+            && !cluster.iter().any(|c| c == n)
+        {
+            cluster.push(n.to_owned());
+        }
+    }
+    for pattern in filter.included.iter().chain(&filter.excluded) {
+        let _ = crate::validate_pattern(pattern);
+    }
+    let Ok(matcher) = crate::NamespaceMatcher::compile(&filter) else {
+        return;
+    };
+    let ours: Vec<&str> = matcher.resolve(cluster.iter().map(String::as_str));
+    let backup = BackupInput {
+        name: "fuzz".into(),
+        resource_version: None,
+        phase: Phase::Queued,
+        queue_position: 1,
+        created: jiff::Timestamp::UNIX_EPOCH,
+        namespaces: filter,
+    };
+    let velero = velero_namespaces(&backup, &cluster);
+    assert_eq!(
+        ours, velero,
+        "resolution differs from Velero's for {:?} over {cluster:?}",
+        backup.namespaces
+    );
+}
