@@ -154,6 +154,25 @@ fn settings(leader: Option<LeaderElectionConfig>, dry_run: bool) -> (RunSettings
     (settings, readiness)
 }
 
+/// Waits up to 10 s for `cond`, failing with `what`.
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What a spawned `run_controller` returned, within 10 s.
+async fn finished(
+    task: tokio::task::JoinHandle<Result<ShutdownReason, WorkFailed>>,
+) -> Result<ShutdownReason, WorkFailed> {
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("run_controller did not return within 10 s")
+        .expect("run_controller task panicked")
+}
+
 #[tokio::test]
 async fn run_controller_stops_work_on_loss_and_reports_exit_code() {
     let fake = FakeApi::new();
@@ -172,22 +191,16 @@ async fn run_controller_stops_work_on_loss_and_reports_exit_code() {
         let (c, s) = (fake.client(), shutdown.clone());
         async move { run_controller(c, settings, s, work).await }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while holder(&fake).as_deref() != Some("a") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never became leader"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("never became leader", || {
+        holder(&fake).as_deref() == Some("a")
+    })
+    .await;
     // Ready while standing by; not ready once leading, until the work says so.
-    while readiness.is_ready() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "a leader stays not ready until its work marks itself ready"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "a leader stays not ready until its work marks itself ready",
+        || !readiness.is_ready(),
+    )
+    .await;
     fake.modify_value(
         &ResourceId::new("coordination.k8s.io", "v1", "leases"),
         Some("default"),
@@ -198,11 +211,7 @@ async fn run_controller_stops_work_on_loss_and_reports_exit_code() {
         },
     )
     .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(10), runner)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let reason = finished(runner).await.unwrap();
     assert_eq!(reason, ShutdownReason::LeaseLost);
     assert_eq!(reason.exit_code(), 2);
     assert!(
@@ -232,14 +241,10 @@ async fn a_standby_replica_is_ready_while_it_waits_for_the_lease() {
             .await
         }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while holder(&fake).as_deref() != Some("a") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never became leader"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("never became leader", || {
+        holder(&fake).as_deref() == Some("a")
+    })
+    .await;
     let (standby_settings, standby_ready) = settings(Some(config("b")), false);
     let worked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let standby = tokio::spawn({
@@ -252,19 +257,9 @@ async fn a_standby_replica_is_ready_while_it_waits_for_the_lease() {
             .await
         }
     });
-    while !standby_ready.is_ready() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "standby never ready"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("standby never ready", || standby_ready.is_ready()).await;
     standby_shutdown.trigger(ShutdownReason::Signal("SIGTERM"));
-    let reason = tokio::time::timeout(Duration::from_secs(10), standby)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let reason = finished(standby).await.unwrap();
     assert_eq!(reason.exit_code(), 0);
     assert!(
         !worked.load(std::sync::atomic::Ordering::SeqCst),
@@ -272,11 +267,7 @@ async fn a_standby_replica_is_ready_while_it_waits_for_the_lease() {
     );
     assert_eq!(holder(&fake).as_deref(), Some("a"));
     leader_shutdown.trigger(ShutdownReason::Requested);
-    let reason = tokio::time::timeout(Duration::from_secs(10), leader)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let reason = finished(leader).await.unwrap();
     assert_eq!(reason, ShutdownReason::Requested);
 }
 
