@@ -19,7 +19,8 @@
 //!
 //! Modules: [`model`] (loads, phases, "in preparation"), [`config`]
 //! (enablement, L3.8), [`recount`] (the transition table, L3.12), [`cache`]
-//! (the count cache), [`gate`] (the decision), [`ledger`] (exact mode),
+//! (the count cache), [`gate`] (the decision for one load), [`pass`] (the
+//! decisions for a whole queue at once, [`plan_pass`]), [`ledger`] (exact mode),
 //! [`sim`] (discrete-event simulation of a cluster).
 //!
 //! `docs/load-soothe.md` explains the modes, the controller integration step
@@ -33,6 +34,7 @@ pub mod config;
 pub mod gate;
 pub mod ledger;
 pub mod model;
+pub mod pass;
 pub mod recount;
 pub mod sim;
 
@@ -43,6 +45,7 @@ pub use gate::{
 };
 pub use ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
 pub use model::{FifoKey, KindCounts, Load, LoadId, LoadKind, Phase};
+pub use pass::{ExactInput, PassHold, PassPlan, plan_pass, retain_tombstones};
 pub use recount::{Recount, RecountPolicy};
 
 impl RecountPolicy {
