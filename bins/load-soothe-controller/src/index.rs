@@ -134,7 +134,11 @@ impl GateIndex {
         {
             return;
         }
-        let name = (load.id.kind, load.id.namespace.clone(), load.id.name.clone());
+        let name = (
+            load.id.kind,
+            load.id.namespace.clone(),
+            load.id.name.clone(),
+        );
         if let Some(previous) = self.by_name.get(&name)
             && *previous != load.id
         {
@@ -159,7 +163,11 @@ impl GateIndex {
     /// A live read found the load of a ledger entry gone (not found, or
     /// another UID): its slot is free.
     pub fn confirm_deleted(&mut self, id: &LoadId) {
-        if self.by_name.get(&(id.kind, id.namespace.clone(), id.name.clone())) == Some(id) {
+        if self
+            .by_name
+            .get(&(id.kind, id.namespace.clone(), id.name.clone()))
+            == Some(id)
+        {
             self.by_name
                 .remove(&(id.kind, id.namespace.clone(), id.name.clone()));
         }
@@ -275,8 +283,7 @@ impl IndexResource<ConfigMap> for GateIndex {
     fn delete(&mut self, key: ObjectRef<ConfigMap>) {
         if key.name == self.config.node_agent_config_map {
             self.set_node_agent_config(None);
-        } else if key.name == self.config.ledger_config_map && self.config.mode == GateMode::Exact
-        {
+        } else if key.name == self.config.ledger_config_map && self.config.mode == GateMode::Exact {
             self.set_ledger(None);
         }
     }

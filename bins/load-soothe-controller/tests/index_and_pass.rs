@@ -25,7 +25,9 @@ fn du(name: &str, uid: &str, rv: &str, second: i64, phase: Option<&str>) -> Data
     du.metadata.namespace = Some(NS.into());
     du.metadata.uid = Some(uid.into());
     du.metadata.resource_version = Some(rv.into());
-    du.metadata.creation_timestamp = Some(Time(jiff::Timestamp::from_second(1_800_000_000 + second).unwrap()));
+    du.metadata.creation_timestamp = Some(Time(
+        jiff::Timestamp::from_second(1_800_000_000 + second).unwrap(),
+    ));
     du.spec.data_mover = Some("acme".into());
     if let Some(p) = phase {
         du.status = Some(serde_json::from_value(json!({ "phase": p })).unwrap());
@@ -49,7 +51,10 @@ fn ledger(rv: &str, json: &str) -> ConfigMap {
     cm.metadata.name = Some("velero-prepare-queue-ledger".into());
     cm.metadata.namespace = Some(NS.into());
     cm.metadata.resource_version = Some(rv.into());
-    cm.data = Some(BTreeMap::from([("ledger.json".to_owned(), json.to_owned())]));
+    cm.data = Some(BTreeMap::from([(
+        "ledger.json".to_owned(),
+        json.to_owned(),
+    )]));
     cm
 }
 
@@ -143,7 +148,10 @@ fn exact_mode_plans_one_ledger_write_and_holds_on_an_unreadable_ledger() {
     assert_eq!(write.expected_resource_version, None, "absent: created");
     assert_eq!(write.admitted.len(), 2);
     assert_eq!(plan.holds.len(), 1);
-    assert!(matches!(plan.holds[0].reason, HoldReason::LedgerFull { .. }));
+    assert!(matches!(
+        plan.holds[0].reason,
+        HoldReason::LedgerFull { .. }
+    ));
 
     idx.apply(ledger("10", "{not json"));
     assert!(matches!(idx.ledger(), LedgerState::Invalid(_)));
@@ -157,7 +165,9 @@ fn exact_mode_plans_one_ledger_write_and_holds_on_an_unreadable_ledger() {
     // Fixed: an older copy is ignored, the newer one is used.
     idx.apply(ledger("11", r#"{"version":1,"admitted":[]}"#));
     idx.apply(ledger("9", "{not json"));
-    assert!(matches!(idx.ledger(), LedgerState::Valid(s) if s.resource_version.as_deref() == Some("11")));
+    assert!(
+        matches!(idx.ledger(), LedgerState::Valid(s) if s.resource_version.as_deref() == Some("11"))
+    );
     assert_eq!(pass::plan(&idx, now()).accepts.len(), 2);
 }
 

@@ -90,11 +90,26 @@ mod tests {
 
     #[test]
     fn classes_follow_the_status_code() {
-        assert_eq!(ApiErrorClass::of(&api(409, "Conflict")), ApiErrorClass::Conflict);
-        assert_eq!(ApiErrorClass::of(&api(409, "AlreadyExists")), ApiErrorClass::Conflict);
-        assert_eq!(ApiErrorClass::of(&api(404, "NotFound")), ApiErrorClass::NotFound);
-        assert_eq!(ApiErrorClass::of(&api(403, "Forbidden")), ApiErrorClass::Forbidden);
-        assert_eq!(ApiErrorClass::of(&api(500, "InternalError")), ApiErrorClass::Other);
+        assert_eq!(
+            ApiErrorClass::of(&api(409, "Conflict")),
+            ApiErrorClass::Conflict
+        );
+        assert_eq!(
+            ApiErrorClass::of(&api(409, "AlreadyExists")),
+            ApiErrorClass::Conflict
+        );
+        assert_eq!(
+            ApiErrorClass::of(&api(404, "NotFound")),
+            ApiErrorClass::NotFound
+        );
+        assert_eq!(
+            ApiErrorClass::of(&api(403, "Forbidden")),
+            ApiErrorClass::Forbidden
+        );
+        assert_eq!(
+            ApiErrorClass::of(&api(500, "InternalError")),
+            ApiErrorClass::Other
+        );
         assert!(is_conflict(&api(409, "")) && !is_conflict(&api(404, "")));
         assert!(is_not_found(&api(404, "")) && !is_not_found(&api(409, "")));
         let watch = watcher::Error::InitialListFailed(api(403, "Forbidden"));

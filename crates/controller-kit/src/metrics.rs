@@ -92,11 +92,7 @@ impl ControllerMetrics {
             "Objects waiting to be processed",
             metrics.queue_depth.clone(),
         );
-        sub.register(
-            "writes",
-            "API writes by outcome",
-            metrics.writes.clone(),
-        );
+        sub.register("writes", "API writes by outcome", metrics.writes.clone());
         metrics
     }
 

@@ -57,6 +57,8 @@ use std::future::Future;
 use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
 
+/// The time a pass is made at (`jiff`'s, as the policy crates use).
+pub use jiff::Timestamp;
 pub use runtime::{Runtime, Settings};
 pub use watch::Watch;
 pub use writer::{Refused, Target, Writer, Written};
@@ -124,7 +126,7 @@ pub trait Reconciler: Send + 'static {
     /// The pass: a pure function of the index and the time. It must not
     /// change the index or do I/O, so it can be unit-tested on an index
     /// built by hand.
-    fn plan(&self, index: &Self::Index, now: jiff::Timestamp) -> Self::Plan;
+    fn plan(&self, index: &Self::Index, now: Timestamp) -> Self::Plan;
 
     /// Carries out `plan` with `writer` (which also gives access to the
     /// index, e.g. to apply a GET). Executor state such as which Events were

@@ -68,7 +68,10 @@ fn optimistic_pass_takes_the_free_slots_in_fifo_order_and_the_block_carries_over
     prepare queue full: 3 of 3 loads in preparation (DataUpload 1, DataDownload 0, PodVolumeBackup 0, PodVolumeRestore 0), 2 of them just admitted by this node; 1 earlier load(s) waiting ahead of this one
     ");
     assert_eq!(
-        plan.holds.iter().map(|h| h.load.name.as_str()).collect::<Vec<_>>(),
+        plan.holds
+            .iter()
+            .map(|h| h.load.name.as_str())
+            .collect::<Vec<_>>(),
         ["l003", "l001"]
     );
 }
@@ -77,7 +80,12 @@ fn optimistic_pass_takes_the_free_slots_in_fifo_order_and_the_block_carries_over
 fn a_disabled_gate_accepts_every_waiting_load() {
     let loads: Vec<Load> = (0..4).map(|i| load(i, Phase::New, i as i64)).collect();
     for mode in [Mode::Velero, Mode::Optimistic, Mode::Exact] {
-        let plan = plan_pass(&GateConfig::new(Some(0), mode), &cache(mode, &loads), None, t(0));
+        let plan = plan_pass(
+            &GateConfig::new(Some(0), mode),
+            &cache(mode, &loads),
+            None,
+            t(0),
+        );
         assert_eq!(names(&plan.accepts), ["l000", "l001", "l002", "l003"]);
         assert!(plan.holds.is_empty() && plan.ledger_write.is_none());
     }
@@ -88,7 +96,11 @@ fn velero_mode_admits_every_waiting_load_while_its_count_is_below_the_limit() {
     let mut loads: Vec<Load> = (0..4).map(|i| load(i, Phase::New, i as i64)).collect();
     let gate = GateConfig::new(Some(2), Mode::Velero);
     let plan = plan_pass(&gate, &cache(Mode::Velero, &loads), None, t(0));
-    assert_eq!(plan.accepts.len(), 4, "Velero does not count its own admissions");
+    assert_eq!(
+        plan.accepts.len(),
+        4,
+        "Velero does not count its own admissions"
+    );
     loads[0].phase = Phase::Accepted;
     loads[1].phase = Phase::Accepted;
     let plan = plan_pass(&gate, &cache(Mode::Velero, &loads), None, t(0));
@@ -210,7 +222,11 @@ fn tombstones_are_kept_only_while_the_exact_ledger_lists_them() {
     }
     assert_eq!(c.tombstone_count(), 3);
     retain_tombstones(&mut c, Mode::Exact, None);
-    assert_eq!(c.tombstone_count(), 3, "without a ledger every tombstone may matter");
+    assert_eq!(
+        c.tombstone_count(),
+        3,
+        "without a ledger every tombstone may matter"
+    );
     let ledger = Ledger {
         version: 1,
         admitted: vec![entry(1, "me", t(0))],

@@ -17,13 +17,16 @@ use serde::de::DeserializeOwned;
 
 use super::IndexResource;
 
+/// Turns a watch failure into the message logged.
+type DescribeError = Box<dyn Fn(&watcher::Error) -> String + Send + Sync>;
+
 /// What the runtime watches for the index: an API, its watcher settings, how
 /// long a change may wait for more changes, and how to describe failures.
 pub struct Watch<K> {
     api: Api<K>,
     config: watcher::Config,
     debounce: Duration,
-    describe_error: Option<Box<dyn Fn(&watcher::Error) -> String + Send + Sync>>,
+    describe_error: Option<DescribeError>,
 }
 
 impl<K> Watch<K> {
@@ -160,7 +163,8 @@ where
                 }
                 Ok(watcher::Event::InitDone) => {
                     let objects = std::mem::take(&mut listed);
-                    let removed: Vec<ObjectRef<K>> = std::mem::take(&mut gone).into_iter().collect();
+                    let removed: Vec<ObjectRef<K>> =
+                        std::mem::take(&mut gone).into_iter().collect();
                     Some(Update::Reset {
                         listed: objects
                             .iter()
