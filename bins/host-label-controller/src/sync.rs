@@ -18,6 +18,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
+use kube_adapters::capi::{Machine, host_map};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -27,7 +28,7 @@ use crate::cli::{CONTROLLER_NAME, Config, HostSource, STATUS_DATA_KEY};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::report::{self, StatusSummary};
-use crate::source::{self, Machine};
+use crate::source;
 
 /// Attempts per Node patch when the API answers 409.
 const PATCH_ATTEMPTS: u32 = 5;
@@ -323,7 +324,7 @@ impl Pass {
         match &self.stores.hosts {
             HostStore::Machines(store) => {
                 let machines = store.state();
-                source::hosts_from_machines(machines.iter().map(AsRef::as_ref))
+                host_map(machines.iter().map(AsRef::as_ref)).hosts
             }
             HostStore::Inventory { store, key } => {
                 let problem = match store.state().first() {

@@ -6,11 +6,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
+use kube_adapters::velero::{LoadObject, load};
 use load_soothe::{Load, LoadId, LoadKind};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::Config;
-use crate::loads::{LoadObject, observe};
 
 /// What the watches report.
 #[derive(Debug)]
@@ -48,14 +48,14 @@ pub(crate) fn spawn_load_watch<K: LoadObject>(
         let mut buffer: Vec<Load> = Vec::new();
         while let Some(event) = stream.next().await {
             let input = match event {
-                Ok(Event::Apply(obj)) => Input::Apply(observe(&obj, &config)),
-                Ok(Event::Delete(obj)) => Input::Delete(observe(&obj, &config).id),
+                Ok(Event::Apply(obj)) => Input::Apply(load(&obj, config.gate_scope())),
+                Ok(Event::Delete(obj)) => Input::Delete(load(&obj, config.gate_scope()).id),
                 Ok(Event::Init) => {
                     buffer.clear();
                     continue;
                 }
                 Ok(Event::InitApply(obj)) => {
-                    buffer.push(observe(&obj, &config));
+                    buffer.push(load(&obj, config.gate_scope()));
                     continue;
                 }
                 Ok(Event::InitDone) => Input::Resync(K::KIND, std::mem::take(&mut buffer)),
