@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anti_affinity_placement::labels::{NodeLabelPlan, audit};
-use controller_kit::Shutdown;
 use controller_kit::events::EventPublisher;
 use controller_kit::server::Readiness;
+use controller_kit::{ApiErrorKind, Shutdown};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Pod};
 use kube::api::{Api, Patch, PatchParams};
@@ -286,10 +286,6 @@ fn may_spread_over_hosts(pod: &Pod) -> bool {
     })
 }
 
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
 impl Pass {
     fn new(client: kube::Client, config: Config, metrics: Metrics, stores: Stores) -> Self {
         let events = EventPublisher::new(
@@ -412,7 +408,7 @@ impl Pass {
                     tracing::info!(node = %name, %host, set = ?plan.set, remove = ?plan.remove, "labelled Node");
                     return Ok(updated);
                 }
-                Err(error) if is_conflict(&error) => {
+                Err(error) if ApiErrorKind::of(&error) == ApiErrorKind::Conflict => {
                     self.metrics.node_patch_conflicts.inc();
                     tracing::debug!(node = %name, "Node changed since it was read (409); re-reading");
                     node = self
@@ -421,7 +417,7 @@ impl Pass {
                         .await
                         .map_err(|e| Error::kube(format!("re-reading Node {name}"), e))?;
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 => {
+                Err(error) if ApiErrorKind::of(&error) == ApiErrorKind::NotFound => {
                     tracing::debug!(node = %name, "Node was deleted before it could be labelled");
                     return Ok(node);
                 }

@@ -1,6 +1,7 @@
 //! Watch tasks: one per load kind and one per ConfigMap, all feeding one
 //! channel of [`Input`]s that the decision loop owns.
 
+use controller_kit::ApiErrorKind;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -114,7 +115,7 @@ pub(crate) fn spawn_config_map_watch(
 /// changed `--node-agent-configmap`/`--ledger-configmap` needs the Role
 /// changed too.
 fn config_map_watch_error(name: &str, which: Watched, error: &watcher::Error) -> String {
-    if !is_forbidden(error) {
+    if ApiErrorKind::of_watcher(error) != ApiErrorKind::Forbidden {
         return format!("ConfigMap {name} watch: {error}");
     }
     let flag = match which {
@@ -124,17 +125,6 @@ fn config_map_watch_error(name: &str, which: Watched, error: &watcher::Error) ->
     format!(
         "ConfigMap {name} watch: {error}; the Role grants ConfigMaps by name: add {name:?} to its resourceNames (or set {flag} back to the name it lists), see docs/operations.md"
     )
-}
-
-/// True if the API server refused the list or watch with 403 Forbidden.
-fn is_forbidden(error: &watcher::Error) -> bool {
-    match error {
-        watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status))
-        | watcher::Error::WatchError(status) => status.is_forbidden(),
-        _ => false,
-    }
 }
 
 #[cfg(test)]
