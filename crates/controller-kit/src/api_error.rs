@@ -46,18 +46,22 @@ impl ApiErrorKind {
 
     /// Classifies an API server's `Status` answer.
     pub fn of_status(status: &Status) -> Self {
-        if status.is_conflict() {
+        // apimachinery's `IsConflict` and friends: the reason decides, the
+        // code only when the reason is not one apimachinery knows. (kube-core
+        // 5's `Status::is_conflict` tests whether the *expected* reason is
+        // known, so its code fallback never applies; hence our own.)
+        let is = |expected: &str, code: u16| {
+            status.reason == expected || (!reason::is_known(&status.reason) && status.code == code)
+        };
+        if is(reason::CONFLICT, 409) {
             Self::Conflict
-        } else if status.is_already_exists() {
+        } else if status.reason == reason::ALREADY_EXISTS {
             Self::AlreadyExists
-        } else if status.is_not_found() {
+        } else if is(reason::NOT_FOUND, 404) {
             Self::NotFound
-        } else if status.is_forbidden() {
+        } else if is(reason::FORBIDDEN, 403) {
             Self::Forbidden
-        } else if status.reason == reason::GONE
-            || status.reason == reason::EXPIRED
-            || (status.code == 410 && !reason::is_known(&status.reason))
-        {
+        } else if is(reason::GONE, 410) || status.reason == reason::EXPIRED {
             Self::Gone
         } else {
             Self::Other
@@ -122,7 +126,9 @@ mod tests {
             (409, "AlreadyExists", ApiErrorKind::AlreadyExists),
             (404, "NotFound", ApiErrorKind::NotFound),
             (404, "", ApiErrorKind::NotFound),
-            (404, "Forbidden", ApiErrorKind::Other),
+            (404, "Forbidden", ApiErrorKind::Forbidden),
+            (429, "TooManyRequests", ApiErrorKind::Other),
+            (409, "Invalid", ApiErrorKind::Other),
             (500, "NotFound", ApiErrorKind::NotFound),
             (410, "Gone", ApiErrorKind::Gone),
             (410, "Expired", ApiErrorKind::Gone),
