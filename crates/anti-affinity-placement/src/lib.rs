@@ -13,3 +13,8 @@
 pub mod hosts;
 pub mod labels;
 pub mod scheduler;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

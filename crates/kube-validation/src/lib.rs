@@ -27,3 +27,8 @@ pub use selector::{
     label_selector_to_selector, unparsable_node_selector_requirement, validate_label_selector,
     validate_node_selector_requirement,
 };
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
