@@ -17,7 +17,9 @@ use kube::{Api, ResourceExt};
 use controller_kit::snapshot::{IndexResource, Reconciler, Runtime, Watch};
 
 use crate::config::{Config, HostSource};
-use crate::source::{self, Machine};
+use kube_adapters::capi::{Machine, host_map};
+
+use crate::source;
 
 /// Host information from the inventory ConfigMap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -92,7 +94,7 @@ impl HostIndex {
     /// Node name → physical host, from the configured source.
     pub fn hosts(&self) -> BTreeMap<String, String> {
         match &self.source {
-            HostSource::Machines => source::hosts_from_machines(self.machines.values()),
+            HostSource::Machines => host_map(self.machines.values()).hosts,
             HostSource::Inventory { .. } => self.inventory.hosts.clone(),
         }
     }

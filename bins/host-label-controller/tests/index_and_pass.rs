@@ -4,10 +4,10 @@
 use controller_kit::snapshot::IndexResource;
 use host_label_controller::cli::label_config;
 use host_label_controller::index::HostIndex;
-use host_label_controller::source::Machine;
 use host_label_controller::{Config, HostSource, ObjectName, pass};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::runtime::reflector::ObjectRef;
+use kube_adapters::capi::Machine;
 use serde_json::json;
 
 const KEY: &str = "node.cluster.x-k8s.io/esxi-host";

@@ -25,11 +25,11 @@ use load_soothe::ledger::{ExactView, Ledger, LedgerSnapshot};
 use load_soothe::{CountCache, ExactInput, GateConfig, Load, LoadId, LoadKind, RecountPolicy};
 use velero_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
-use controller_kit::api_error::ApiErrorClass;
+use controller_kit::ApiErrorKind;
 use controller_kit::snapshot::{IndexResource, Reconciler, Runtime, Watch};
 
 use crate::config::{Config, GateMode};
-use crate::loads::{LoadObject, observe};
+use kube_adapters::velero::{LoadObject, load};
 
 /// The ledger as this instance last read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -255,13 +255,13 @@ impl GateIndex {
     }
 }
 
-impl<K: LoadObject> IndexResource<K> for GateIndex {
-    fn apply(&mut self, object: K) {
-        let load = observe(&object, &self.config);
+impl GateIndex {
+    fn apply_object<K: LoadObject>(&mut self, object: &K) {
+        let load = load(object, self.config.gate_scope());
         self.apply_load(load);
     }
 
-    fn delete(&mut self, key: ObjectRef<K>) {
+    fn delete_object<K: LoadObject>(&mut self, key: &ObjectRef<K>) {
         self.delete_load(
             K::KIND,
             key.namespace.as_deref().unwrap_or_default(),
@@ -269,6 +269,23 @@ impl<K: LoadObject> IndexResource<K> for GateIndex {
         );
     }
 }
+
+/// The four load kinds feed the same count cache.
+macro_rules! index_loads {
+    ($($kind:ty),*) => {$(
+        impl IndexResource<$kind> for GateIndex {
+            fn apply(&mut self, object: $kind) {
+                self.apply_object(&object);
+            }
+
+            fn delete(&mut self, key: ObjectRef<$kind>) {
+                self.delete_object(&key);
+            }
+        }
+    )*};
+}
+
+index_loads!(DataUpload, DataDownload, PodVolumeBackup, PodVolumeRestore);
 
 impl IndexResource<ConfigMap> for GateIndex {
     fn apply(&mut self, cm: ConfigMap) {
@@ -351,7 +368,7 @@ fn config_map_watch(
 /// changed `--node-agent-configmap`/`--ledger-configmap` needs the Role
 /// changed too.
 fn config_map_watch_error(name: &str, flag: &str, error: &watcher::Error) -> String {
-    if ApiErrorClass::of_watch(error) != ApiErrorClass::Forbidden {
+    if ApiErrorKind::of_watcher(error) != ApiErrorKind::Forbidden {
         return format!("ConfigMap {name} watch: {error}");
     }
     format!(

@@ -26,7 +26,9 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use controller_kit::snapshot::{Outcome, Reconciler, Refused, Target, Writer, Written};
+use controller_kit::snapshot::{
+    IndexResource, Outcome, Reconciler, Refused, Target, Writer, Written,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::events::{Event, EventType};
@@ -38,8 +40,9 @@ use velero_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
 use crate::config::{CONTROLLER_NAME, Config, GateMode};
 use crate::index::{GateIndex, LedgerState};
-use crate::loads::{LoadObject, accept_patch, object_reference};
+use crate::loads::accept_patch;
 use crate::metrics::{KindLabel, Metrics, ReasonLabel};
+use kube_adapters::velero::{LoadObject, object_reference};
 
 /// Event reason on a held load.
 pub const REASON_HELD: &str = "PrepareQueueHold";
@@ -148,7 +151,10 @@ impl Gate {
         &self,
         id: &LoadId,
         writer: &mut Writer<'_, GateIndex>,
-    ) -> Option<bool> {
+    ) -> Option<bool>
+    where
+        GateIndex: IndexResource<K>,
+    {
         match writer.refresh(&self.api::<K>(), &id.name).await {
             Ok(Some(object)) => Some(object.uid().as_deref() == Some(id.uid.as_str())),
             Ok(None) => Some(false),
@@ -273,7 +279,10 @@ impl Gate {
         rv: &str,
         body: serde_json::Value,
         writer: &mut Writer<'_, GateIndex>,
-    ) -> Result<bool, Refused> {
+    ) -> Result<bool, Refused>
+    where
+        GateIndex: IndexResource<K>,
+    {
         let written = writer
             .patch(&self.api::<K>(), &id.name, Some(rv), body, Target::Object)
             .await?;

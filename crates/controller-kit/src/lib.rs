@@ -49,6 +49,7 @@ pub mod shutdown;
 pub mod snapshot;
 pub mod telemetry;
 
+pub use api_error::ApiErrorKind;
 pub use args::{ControllerArgs, LeaderElectionArgs, LeaderElectionConfig, LogFormat};
 pub use error::Error;
 pub use shutdown::{Shutdown, ShutdownReason};

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::watch::ObjectKey;
 use super::{IndexResource, Outcome};
 use crate::Shutdown;
-use crate::api_error::ApiErrorClass;
+use crate::api_error::ApiErrorKind;
 use crate::events::EventPublisher;
 use crate::metrics::ControllerMetrics;
 
@@ -182,9 +182,9 @@ impl<I> Writer<'_, I> {
     }
 
     fn failed(&self, what: &str, name: &str, error: kube::Error) -> Refused {
-        let class = ApiErrorClass::of(&error);
         self.metrics.record_write("failed");
-        self.metrics.record_error(&class);
+        self.metrics
+            .record_error(&FailedCall(ApiErrorKind::of(&error)));
         tracing::warn!(%error, object = name, "{what} failed");
         Refused::Failed(error)
     }
@@ -202,6 +202,18 @@ impl<I> Writer<'_, I> {
                 self.metrics.record_error(&EventError);
                 false
             }
+        }
+    }
+}
+
+/// A failed API call, counted as `kube_api` (or `forbidden`: an RBAC
+/// problem retrying does not fix).
+struct FailedCall(ApiErrorKind);
+impl crate::metrics::ErrorKind for FailedCall {
+    fn kind(&self) -> &'static str {
+        match self.0 {
+            ApiErrorKind::Forbidden => "forbidden",
+            _ => "kube_api",
         }
     }
 }
@@ -328,7 +340,8 @@ impl<I> Writer<'_, I> {
                 Ok(None)
             }
             Err(error) => {
-                self.metrics.record_error(&ApiErrorClass::of(&error));
+                self.metrics
+                    .record_error(&FailedCall(ApiErrorKind::of(&error)));
                 tracing::warn!(%error, kind = %K::kind(&()), object = name, "cannot read");
                 Err(error)
             }
@@ -370,8 +383,8 @@ impl<I> Writer<'_, I> {
             }
             Err(error) => error,
         };
-        match ApiErrorClass::of(&error) {
-            ApiErrorClass::Conflict => {
+        match ApiErrorKind::of(&error) {
+            kind if kind.is_lost_race() => {
                 self.metrics.record_write("conflict");
                 tracing::debug!(kind = %K::kind(&()), object = name, "{what} refused with 409; reading the object again");
                 // A failed read leaves the index as it was; the next pass
@@ -379,7 +392,7 @@ impl<I> Writer<'_, I> {
                 let _ = self.refresh(api, name).await;
                 Err(Refused::Conflict)
             }
-            ApiErrorClass::NotFound => {
+            ApiErrorKind::NotFound => {
                 self.metrics.record_write("not_found");
                 tracing::debug!(kind = %K::kind(&()), object = name, "{what} refused with 404: the object is gone");
                 self.forget_gone(api, name);
