@@ -14,11 +14,12 @@
 //! - the free slots go to the first waiting loads; once they are taken,
 //!   **the block carries over**: every later load is held for the same
 //!   reason (the queue is full), without deciding each one again;
-//! - optimistic mode: free slots = limit − (loads in preparation in the view
-//!   + reservations); holds say `QueueFull` and count this pass's admissions
-//!   as "just admitted by this node";
-//! - exact mode: free slots = limit − (ledger entries whose load has not left
-//!   preparation + loads in preparation the ledger does not list). All the
+//! - optimistic mode: the free slots are the limit minus the loads in
+//!   preparation in the view and the reservations; holds say `QueueFull` and
+//!   count this pass's admissions as "just admitted by this node";
+//! - exact mode: the free slots are the limit minus the ledger entries whose
+//!   load has not left preparation and the loads in preparation the ledger
+//!   does not list. All the
 //!   admissions of a pass go into **one** ledger write (compare-and-swap on
 //!   the ledger's resourceVersion, also dropping the entries whose loads
 //!   left preparation); the accepts come after it succeeds. A load the
