@@ -264,13 +264,12 @@ impl Queue {
             return Ok(());
         }
         let mut after = write.resource_version.clone();
-        if let Some(status) = write.status_patch() {
-            if let Written::Applied(backup) = writer
+        if let Some(status) = write.status_patch()
+            && let Written::Applied(backup) = writer
                 .patch(api, name, planned, status, Target::Status)
                 .await?
-            {
-                after = backup.resource_version();
-            }
+        {
+            after = backup.resource_version();
         }
         if let Some(annotation) = write.annotation_patch() {
             writer
