@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use kube::core::SelectorExt;
-use kube_validation::label_selector_to_selector;
+use kube_validation::label_selector_as_selector;
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &["a", "b", "example.com/c", "zone"];
@@ -151,7 +151,7 @@ proptest! {
         let affinity = to_affinity(&requirements, node_selector.as_ref());
         let generated = affinity_matches_node(affinity.as_ref(), "node", &labels);
 
-        let oracle_selector = label_selector_to_selector(&selector).unwrap().matches(&labels);
+        let oracle_selector = label_selector_as_selector(&selector).unwrap().matches(&labels);
         let oracle_topology = topology
             .as_ref()
             .is_none_or(|terms| terms.iter().any(|t| topology_term_holds(t, &labels)));
@@ -214,7 +214,7 @@ proptest! {
             let global = global.filter(|g| *g > 0).unwrap_or(1);
             let mut best: Option<i64> = None;
             for (selector, number) in &rules {
-                let Ok(selector) = label_selector_to_selector(&selector.clone().unwrap_or_default()) else { continue };
+                let Ok(selector) = label_selector_as_selector(&selector.clone().unwrap_or_default()) else { continue };
                 let Some(number) = number.filter(|n| *n > 0) else { continue };
                 if number >= 2147483647 { continue; }
                 if selector.matches(labels) {
