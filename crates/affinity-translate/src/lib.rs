@@ -45,3 +45,8 @@ pub use translate::{
     affinity_matches_node, matches_node, select_load_affinity, selector_requirements, to_affinity,
 };
 pub use validate::validate;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -10,3 +10,8 @@
 
 pub mod hosts;
 pub mod labels;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

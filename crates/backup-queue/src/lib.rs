@@ -36,3 +36,8 @@ pub use namespaces::{
 };
 pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting, plan};
 pub use state::{QueueEvent, QueueState};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

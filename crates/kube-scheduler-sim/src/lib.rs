@@ -55,3 +55,8 @@ pub use result::{
 };
 pub use selector::PodSelector;
 pub use state::{ClusterState, PodId, StateError};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

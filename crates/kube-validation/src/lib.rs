@@ -37,3 +37,8 @@ pub use selector::{
     unparsable_node_selector_requirement, validate_label_selector,
     validate_node_selector_requirement,
 };
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -55,3 +55,8 @@ impl RecountPolicy {
         }
     }
 }
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
