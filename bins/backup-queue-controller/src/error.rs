@@ -1,5 +1,6 @@
 //! Errors of the controller and their bounded metric labels.
 
+use controller_kit::ApiErrorKind;
 use controller_kit::metrics::ErrorKind;
 
 /// Why [`crate::run`] stopped with an error.
@@ -55,9 +56,9 @@ impl ErrorKind for ErrorKindLabel {
 impl ErrorKindLabel {
     /// The label for a kube error.
     pub fn of(error: &kube::Error) -> Self {
-        match error {
-            kube::Error::Api(status) if status.code == 409 => Self::Conflict,
-            kube::Error::Api(status) if status.code == 404 => Self::NotFound,
+        match ApiErrorKind::of(error) {
+            ApiErrorKind::Conflict => Self::Conflict,
+            ApiErrorKind::NotFound => Self::NotFound,
             _ => Self::Api,
         }
     }

@@ -25,11 +25,12 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
+use kube_adapters::velero::backup_input;
 use tokio::time::Instant;
 use velero_api::Backup;
 
 use crate::cli::{CONTROLLER_NAME, Config};
-use crate::convert::{backup_input, current_reason};
+use crate::convert::current_reason;
 use crate::error::{Error, ErrorKindLabel};
 use crate::foreign::foreign_queue_writers;
 use crate::metrics::Metrics;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anti_affinity_placement::labels::{NodeLabelPlan, audit};
-use controller_kit::Shutdown;
 use controller_kit::events::EventPublisher;
 use controller_kit::server::Readiness;
+use controller_kit::{ApiErrorKind, Shutdown};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Pod};
 use kube::api::{Api, Patch, PatchParams};
@@ -18,6 +18,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
+use kube_adapters::capi::{Machine, host_map};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -27,7 +28,7 @@ use crate::cli::{CONTROLLER_NAME, Config, HostSource, STATUS_DATA_KEY};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::report::{self, StatusSummary};
-use crate::source::{self, Machine};
+use crate::source;
 
 /// Attempts per Node patch when the API answers 409.
 const PATCH_ATTEMPTS: u32 = 5;
@@ -285,10 +286,6 @@ fn may_spread_over_hosts(pod: &Pod) -> bool {
     })
 }
 
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
 impl Pass {
     fn new(client: kube::Client, config: Config, metrics: Metrics, stores: Stores) -> Self {
         let events = EventPublisher::new(
@@ -323,7 +320,7 @@ impl Pass {
         match &self.stores.hosts {
             HostStore::Machines(store) => {
                 let machines = store.state();
-                source::hosts_from_machines(machines.iter().map(AsRef::as_ref))
+                host_map(machines.iter().map(AsRef::as_ref)).hosts
             }
             HostStore::Inventory { store, key } => {
                 let problem = match store.state().first() {
@@ -411,7 +408,7 @@ impl Pass {
                     tracing::info!(node = %name, %host, set = ?plan.set, remove = ?plan.remove, "labelled Node");
                     return Ok(updated);
                 }
-                Err(error) if is_conflict(&error) => {
+                Err(error) if ApiErrorKind::of(&error) == ApiErrorKind::Conflict => {
                     self.metrics.node_patch_conflicts.inc();
                     tracing::debug!(node = %name, "Node changed since it was read (409); re-reading");
                     node = self
@@ -420,7 +417,7 @@ impl Pass {
                         .await
                         .map_err(|e| Error::kube(format!("re-reading Node {name}"), e))?;
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 => {
+                Err(error) if ApiErrorKind::of(&error) == ApiErrorKind::NotFound => {
                     tracing::debug!(node = %name, "Node was deleted before it could be labelled");
                     return Ok(node);
                 }

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use kube_adapters::velero::GateScope;
 use load_soothe::Mode;
 
 /// How the gate decides (a subset of [`load_soothe::Mode`]: Velero's own
@@ -86,32 +87,12 @@ impl Config {
         }
     }
 
-    /// Whether a load with this `spec.datamover` is handled here.
-    pub fn handles(&self, datamover: Option<&str>) -> bool {
-        let name = match datamover {
-            None | Some("") => "velero",
-            Some(name) => name,
-        };
-        self.datamovers.contains(name)
+    /// The loads this instance accepts: DataUploads and DataDownloads of
+    /// its data movers.
+    pub fn gate_scope(&self) -> GateScope<'_> {
+        GateScope::DataMovers(&self.datamovers)
     }
 }
 
 /// Default name of the node-agent ConfigMap (the name Velero's docs use).
 pub const DEFAULT_NODE_AGENT_CONFIG_MAP: &str = "node-agent-config";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn velero_matches_absent_and_empty_datamover_only_when_configured() {
-        let c = Config::new("velero", "n1", &["velero"], GateMode::Exact);
-        assert!(c.handles(None));
-        assert!(c.handles(Some("")));
-        assert!(!c.handles(Some("acme")));
-        let c = Config::new("velero", "n1", &["acme"], GateMode::Exact);
-        assert!(!c.handles(None));
-        assert!(c.handles(Some("acme")));
-        assert!(!c.handles(Some("Acme")));
-    }
-}

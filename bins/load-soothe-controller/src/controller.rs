@@ -46,6 +46,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
+use kube_adapters::velero::{LoadObject, load, object_reference};
 use load_soothe::CountCache;
 use load_soothe::ledger::unconfirmed_entries;
 use load_soothe::{
@@ -59,7 +60,7 @@ use velero_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
 use crate::config::{Config, GateMode};
 use crate::error::Error;
-use crate::loads::{LoadObject, accept_patch, object_reference, observe};
+use crate::loads::accept_patch;
 use crate::metrics::{KindLabel, Metrics, ReasonLabel};
 use crate::watch::{Input, Watched, spawn_config_map_watch, spawn_load_watch};
 
@@ -651,7 +652,7 @@ impl State {
         let obj = api
             .patch(name, &self.patch_params(), &Patch::Merge(body))
             .await?;
-        Ok(observe(&obj, &self.config))
+        Ok(load(&obj, self.config.gate_scope()))
     }
 
     async fn get_load(&self, id: &LoadId) -> Result<Option<Load>, Error> {
@@ -665,7 +666,10 @@ impl State {
 
     async fn get_typed<K: LoadObject>(&self, name: &str) -> Result<Option<Load>, Error> {
         let api: Api<K> = Api::namespaced(self.client.clone(), &self.config.namespace);
-        Ok(api.get_opt(name).await?.map(|o| observe(&o, &self.config)))
+        Ok(api
+            .get_opt(name)
+            .await?
+            .map(|o| load(&o, self.config.gate_scope())))
     }
 
     /// GETs a load after a failed accept and applies what is there.

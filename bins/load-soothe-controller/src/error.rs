@@ -1,5 +1,6 @@
 //! The controller's error type.
 
+use controller_kit::ApiErrorKind;
 use controller_kit::metrics::ErrorKind;
 
 /// Errors of [`crate::run`] and of the API calls it makes.
@@ -18,15 +19,24 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the error is a `409 Conflict` from the API server (a
-    /// resourceVersion precondition failed, or the object already exists).
+    /// The API error's class, if it is one.
+    fn api_kind(&self) -> Option<ApiErrorKind> {
+        match self {
+            Error::Kube(error) => Some(ApiErrorKind::of(error)),
+            _ => None,
+        }
+    }
+
+    /// Whether a write lost a race: `409 Conflict` (a resourceVersion
+    /// precondition failed) or `409 AlreadyExists` (another replica created
+    /// the object first).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(kube::Error::Api(s)) if s.code == 409)
+        self.api_kind().is_some_and(ApiErrorKind::is_lost_race)
     }
 
     /// Whether the error is a `404 Not Found`.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::Kube(kube::Error::Api(s)) if s.code == 404)
+        self.api_kind() == Some(ApiErrorKind::NotFound)
     }
 }
 

@@ -1,16 +1,17 @@
 //! Watch tasks: one per load kind and one per ConfigMap, all feeding one
 //! channel of [`Input`]s that the decision loop owns.
 
+use controller_kit::ApiErrorKind;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
+use kube_adapters::velero::{LoadObject, load};
 use load_soothe::{Load, LoadId, LoadKind};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::Config;
-use crate::loads::{LoadObject, observe};
 
 /// What the watches report.
 #[derive(Debug)]
@@ -48,14 +49,14 @@ pub(crate) fn spawn_load_watch<K: LoadObject>(
         let mut buffer: Vec<Load> = Vec::new();
         while let Some(event) = stream.next().await {
             let input = match event {
-                Ok(Event::Apply(obj)) => Input::Apply(observe(&obj, &config)),
-                Ok(Event::Delete(obj)) => Input::Delete(observe(&obj, &config).id),
+                Ok(Event::Apply(obj)) => Input::Apply(load(&obj, config.gate_scope())),
+                Ok(Event::Delete(obj)) => Input::Delete(load(&obj, config.gate_scope()).id),
                 Ok(Event::Init) => {
                     buffer.clear();
                     continue;
                 }
                 Ok(Event::InitApply(obj)) => {
-                    buffer.push(observe(&obj, &config));
+                    buffer.push(load(&obj, config.gate_scope()));
                     continue;
                 }
                 Ok(Event::InitDone) => Input::Resync(K::KIND, std::mem::take(&mut buffer)),
@@ -114,7 +115,7 @@ pub(crate) fn spawn_config_map_watch(
 /// changed `--node-agent-configmap`/`--ledger-configmap` needs the Role
 /// changed too.
 fn config_map_watch_error(name: &str, which: Watched, error: &watcher::Error) -> String {
-    if !is_forbidden(error) {
+    if ApiErrorKind::of_watcher(error) != ApiErrorKind::Forbidden {
         return format!("ConfigMap {name} watch: {error}");
     }
     let flag = match which {
@@ -124,17 +125,6 @@ fn config_map_watch_error(name: &str, which: Watched, error: &watcher::Error) ->
     format!(
         "ConfigMap {name} watch: {error}; the Role grants ConfigMaps by name: add {name:?} to its resourceNames (or set {flag} back to the name it lists), see docs/operations.md"
     )
-}
-
-/// True if the API server refused the list or watch with 403 Forbidden.
-fn is_forbidden(error: &watcher::Error) -> bool {
-    match error {
-        watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status))
-        | watcher::Error::WatchError(status) => status.is_forbidden(),
-        _ => false,
-    }
 }
 
 #[cfg(test)]

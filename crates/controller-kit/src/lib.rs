@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod api_error;
 pub mod args;
 pub mod error;
 pub mod events;
@@ -45,6 +46,7 @@ pub mod server;
 pub mod shutdown;
 pub mod telemetry;
 
+pub use api_error::ApiErrorKind;
 pub use args::{ControllerArgs, LeaderElectionArgs, LeaderElectionConfig, LogFormat};
 pub use error::Error;
 pub use shutdown::{Shutdown, ShutdownReason};

@@ -11,11 +11,6 @@ use std::fmt;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-/// The label Velero sets on a load while it is being exposed (L3.11): added in
-/// the update that moves the load to `Accepted`, removed in the update that
-/// moves it to `InProgress` or to a terminal or cancel phase.
-pub const EXPOSE_ON_GOING_LABEL: &str = "velero.io/expose-on-going";
-
 /// The four kinds of load that share one prepare queue (L3.9).
 ///
 /// The declaration order is the tie-break order of [`FifoKey`] and the order
@@ -200,7 +195,10 @@ pub struct Load {
     pub id: LoadId,
     /// `status.phase`.
     pub phase: Phase,
-    /// `metadata.labels["velero.io/expose-on-going"] == "true"`.
+    /// The `velero.io/expose-on-going` label is `"true"` (Velero sets it
+    /// while the load is being exposed: added in the update that moves the
+    /// load to `Accepted`, removed in the update that moves it to
+    /// `InProgress` or to a terminal or cancel phase, L3.11).
     pub expose_on_going: bool,
     /// `spec.cancel`: a cancelled `New` load is not gated (L3.13) and does
     /// not wait in the queue.
@@ -221,13 +219,6 @@ pub struct Load {
 }
 
 impl Load {
-    /// Builds a load from the label map value: `label_value` is the value of
-    /// [`EXPOSE_ON_GOING_LABEL`] if present; only the exact string `"true"`
-    /// counts (Velero selects `velero.io/expose-on-going=true`).
-    pub fn expose_label_is_set(label_value: Option<&str>) -> bool {
-        label_value == Some("true")
-    }
-
     /// "In preparation": the expose label is set, or the phase is `Accepted`
     /// or `Prepared`. Velero counts the label only (L3.10, L3.11); the two
     /// coincide because the label is added and removed in the same updates
@@ -370,14 +361,6 @@ mod tests {
                 phase == Phase::Accepted || phase == Phase::Prepared
             );
         }
-    }
-
-    #[test]
-    fn only_the_exact_string_true_sets_the_label() {
-        assert!(Load::expose_label_is_set(Some("true")));
-        assert!(!Load::expose_label_is_set(Some("True")));
-        assert!(!Load::expose_label_is_set(Some("")));
-        assert!(!Load::expose_label_is_set(None));
     }
 
     #[test]

@@ -12,10 +12,9 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anti_affinity_placement::labels::{
-    DEFAULT_HOST_LABEL_KEY, HostLabelConfig, HostLabelsReport, LabelKey, sanitize,
-};
+use anti_affinity_placement::labels::{HostLabelConfig, HostLabelsReport, LabelKey, sanitize};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube_adapters::capi::host_map;
 use serde_json::{Value, json};
 
 use crate::commands::CommandError;
@@ -25,21 +24,15 @@ use crate::output::{Output, table};
 
 /// Node name → host name from Machines and the HostInventory.
 pub fn host_of_node(inventory: &Inventory, stderr: &mut dyn Write) -> BTreeMap<String, String> {
-    let mut hosts: BTreeMap<String, String> = inventory
-        .machines
-        .values()
-        .filter_map(|located| {
-            let machine = &located.object;
-            let host = machine
-                .metadata
-                .labels
-                .as_ref()?
-                .get(DEFAULT_HOST_LABEL_KEY)?
-                .clone();
-            let node = machine.status.node_ref.as_ref()?.name.clone()?;
-            Some((node, host))
-        })
-        .collect();
+    let from_machines = host_map(inventory.machines.values().map(|located| &located.object));
+    for shadowed in &from_machines.shadowed {
+        let _ = writeln!(
+            stderr,
+            "note: node {}: Machine {} also names it (host {}); using the host of Machine {}, first in namespace/name order",
+            shadowed.node, shadowed.machine, shadowed.host, shadowed.used
+        );
+    }
+    let mut hosts = from_machines.hosts;
     for (node, host) in host_of_vm(inventory).unwrap_or_default() {
         if let Some(previous) = hosts.insert(node.clone(), host.clone())
             && previous != host

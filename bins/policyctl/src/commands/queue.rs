@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use backup_queue::{BackupInput, NamespaceFilter, Phase, Plan, QueueInput, plan};
-use jiff::Timestamp;
+use backup_queue::{BackupInput, Phase, Plan, QueueInput, plan};
+use kube_adapters::velero::backup_input;
 use serde_json::json;
 use velero_api::Backup;
 
@@ -63,7 +63,7 @@ pub fn outcome(inventory: &Inventory, concurrent_backups: u32) -> QueueOutcome {
     let mut result = QueueOutcome::default();
     for (namespace, backups) in by_namespace {
         let input = QueueInput {
-            backups: backups.iter().map(|backup| backup_input(backup)).collect(),
+            backups: backups.iter().copied().map(backup_input).collect(),
             cluster_namespaces: cluster_namespaces.clone(),
             concurrent_backups,
         };
@@ -130,27 +130,6 @@ fn merge(
             .insert(key(&invalid.backup), invalid.error.to_string());
     }
     result.writes += plan.writes.len();
-}
-
-/// Maps a Backup object to the planner's input. A missing creation time
-/// sorts first (the Unix epoch); negative positions count as 0.
-fn backup_input(backup: &Backup) -> BackupInput {
-    let spec = &backup.spec;
-    BackupInput {
-        name: backup.metadata.name.clone().unwrap_or_default(),
-        resource_version: backup.metadata.resource_version.clone(),
-        phase: Phase::from_velero(backup.phase().as_str()),
-        queue_position: u32::try_from(backup.queue_position().max(0)).unwrap_or(u32::MAX),
-        created: backup
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(Timestamp::UNIX_EPOCH, |time| time.0),
-        namespaces: NamespaceFilter {
-            included: spec.included_namespaces.clone().unwrap_or_default(),
-            excluded: spec.excluded_namespaces.clone().unwrap_or_default(),
-        },
-    }
 }
 
 /// Runs the command.

@@ -17,17 +17,17 @@ use std::io::Write;
 
 use affinity_translate::NodeAgentConfig;
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_adapters::velero::{GateScope, LoadObject, load};
 use load_soothe::ledger::{DEFAULT_LEDGER_NAME, Ledger};
 use load_soothe::{
-    CountCache, Decision, Enablement, ExactView, GateConfig, LedgerSnapshot, Load, LoadId,
-    LoadKind, Mode, NotGated, Phase, RecountPolicy, decide,
+    CountCache, Decision, Enablement, ExactView, GateConfig, LedgerSnapshot, Load, LoadId, Mode,
+    NotGated, RecountPolicy, decide,
 };
 use serde_json::json;
 
 use crate::cli::SootheMode;
 use crate::commands::CommandError;
-use crate::manifest::Inventory;
+use crate::manifest::{Inventory, Objects};
 use crate::output::{Output, or_dash, table};
 
 /// Node name written into exact-mode ledger entries made by this simulation.
@@ -71,85 +71,18 @@ fn load_name(id: &LoadId) -> String {
     format!("{}/{}/{}", id.kind, id.namespace, id.name)
 }
 
-fn load(kind: LoadKind, metadata: &ObjectMeta, phase: &str, cancel: bool) -> Load {
-    Load {
-        id: LoadId::new(
-            kind,
-            metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_owned()),
-            metadata.name.clone().unwrap_or_default(),
-            metadata.uid.clone().unwrap_or_default(),
-        ),
-        phase: Phase::from_api(Some(phase)),
-        expose_on_going: Load::expose_label_is_set(
-            metadata
-                .labels
-                .as_ref()
-                .and_then(|labels| labels.get(velero_api::labels::EXPOSE_ON_GOING))
-                .map(String::as_str),
-        ),
-        cancel_requested: cancel,
-        created: metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(Timestamp::UNIX_EPOCH, |time| time.0),
-        resource_version: metadata.resource_version.clone(),
-        handled_here: true,
-    }
-}
-
+/// Every load of the input, as one gate standing for the whole cluster sees
+/// it.
 fn loads(inventory: &Inventory) -> Vec<Load> {
-    let cancel = |cancel: Option<bool>| cancel == Some(true);
-    let data_uploads = inventory.data_uploads.values().map(|l| &l.object).map(|o| {
-        load(
-            LoadKind::DataUpload,
-            &o.metadata,
-            o.phase().as_str(),
-            cancel(o.spec.cancel),
-        )
-    });
-    let data_downloads = inventory
-        .data_downloads
-        .values()
-        .map(|l| &l.object)
-        .map(|o| {
-            load(
-                LoadKind::DataDownload,
-                &o.metadata,
-                o.phase().as_str(),
-                cancel(o.spec.cancel),
-            )
-        });
-    let pod_volume_backups = inventory
-        .pod_volume_backups
-        .values()
-        .map(|l| &l.object)
-        .map(|o| {
-            load(
-                LoadKind::PodVolumeBackup,
-                &o.metadata,
-                o.phase().as_str(),
-                cancel(o.spec.cancel),
-            )
-        });
-    let pod_volume_restores = inventory
-        .pod_volume_restores
-        .values()
-        .map(|l| &l.object)
-        .map(|o| {
-            load(
-                LoadKind::PodVolumeRestore,
-                &o.metadata,
-                o.phase().as_str(),
-                cancel(o.spec.cancel),
-            )
-        });
-    data_uploads
-        .chain(data_downloads)
-        .chain(pod_volume_backups)
-        .chain(pod_volume_restores)
+    fn all<K: LoadObject>(objects: &Objects<K>) -> impl Iterator<Item = Load> + '_ {
+        objects
+            .values()
+            .map(|located| load(&located.object, GateScope::Everything))
+    }
+    all(&inventory.data_uploads)
+        .chain(all(&inventory.data_downloads))
+        .chain(all(&inventory.pod_volume_backups))
+        .chain(all(&inventory.pod_volume_restores))
         .collect()
 }
 

@@ -9,8 +9,9 @@
 //! - Objects are recognised by `apiVersion` and `kind`; other kinds are
 //!   counted in [`Inventory::ignored`] (the caller prints a note).
 //! - Empty documents are skipped. A namespaced object without
-//!   `metadata.namespace` is taken to be in `default`, as `kubectl apply`
-//!   would.
+//!   `metadata.namespace` (or with an empty one) is taken to be in
+//!   `default`, as `kubectl apply` would
+//!   ([`kube_adapters::meta::namespace_or_default`]).
 //! - Errors name the file, the 1-based document, the field path and the
 //!   offending value. The same object twice is an error.
 
@@ -19,13 +20,12 @@ mod objects;
 
 use std::collections::btree_map::Entry;
 
+use kube_adapters::meta::namespace_or_default;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use error::{FieldError, ManifestError, Origin};
-pub use objects::{
-    Inventory, Located, Machine, MachineNodeRef, MachineSpec, MachineStatus, ObjectKey, Objects,
-};
+pub use objects::{Inventory, Located, ObjectKey, Objects};
 
 /// The text of one input file.
 #[derive(Clone, Debug)]
@@ -240,8 +240,8 @@ fn insert<T: DeserializeOwned>(
 ) -> Result<(), ManifestError> {
     let name = metadata_str(&value, "name").unwrap_or_default();
     let key = if namespaced {
-        let namespace = metadata_str(&value, "namespace").unwrap_or_else(|| "default".to_owned());
-        ObjectKey::namespaced(namespace, name)
+        let namespace = metadata_str(&value, "namespace");
+        ObjectKey::namespaced(namespace_or_default(namespace.as_deref()), name)
     } else {
         ObjectKey::cluster(name)
     };

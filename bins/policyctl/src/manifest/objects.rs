@@ -7,8 +7,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::{Deserialize, Serialize};
+use kube_adapters::capi::Machine;
 use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
 use super::error::Origin;
@@ -63,53 +62,6 @@ pub struct Located<T> {
 /// Objects of one kind, keyed and sorted by `namespace/name`.
 pub type Objects<T> = BTreeMap<ObjectKey, Located<T>>;
 
-/// A Cluster API `Machine` (`cluster.x-k8s.io/v1beta1` or `v1beta2`): only
-/// what host labelling reads — its labels (CAPV writes
-/// `node.cluster.x-k8s.io/esxi-host` there, spec B.1) and `status.nodeRef`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Machine {
-    /// `cluster.x-k8s.io/v1beta1` or `cluster.x-k8s.io/v1beta2`.
-    #[serde(default)]
-    pub api_version: String,
-    /// Standard metadata.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// The parts of the spec that are read.
-    #[serde(default)]
-    pub spec: MachineSpec,
-    /// The parts of the status that are read.
-    #[serde(default)]
-    pub status: MachineStatus,
-}
-
-/// Spec of a Machine.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineSpec {
-    /// Name of the Cluster the Machine belongs to.
-    #[serde(default)]
-    pub cluster_name: Option<String>,
-}
-
-/// Status of a Machine.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineStatus {
-    /// The Node this Machine became (v1beta1: an ObjectReference; v1beta2:
-    /// `{name}`; both carry `name`).
-    #[serde(default)]
-    pub node_ref: Option<MachineNodeRef>,
-}
-
-/// Reference from a Machine to its Node.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineNodeRef {
-    /// Node name.
-    #[serde(default)]
-    pub name: Option<String>,
-}
-
 /// Every recognised object of the input, sorted by kind and `namespace/name`.
 #[derive(Clone, Debug, Default)]
 pub struct Inventory {
@@ -139,7 +91,7 @@ pub struct Inventory {
     pub data_uploads: Objects<DataUpload>,
     /// `velero.io/v2alpha1` DataDownloads.
     pub data_downloads: Objects<DataDownload>,
-    /// Cluster API Machines.
+    /// Cluster API Machines (`cluster.x-k8s.io/v1beta1` or `v1beta2`).
     pub machines: Objects<Machine>,
     /// `policyctl/v1alpha1` HostInventories. They have no metadata, so each
     /// is keyed by where it was read (`file, document N`).

@@ -214,9 +214,9 @@ hosts: []
     let nodes: Vec<_> = inventory
         .machines
         .values()
-        .map(|m| m.object.status.node_ref.clone().and_then(|r| r.name))
+        .map(|m| m.object.node_name())
         .collect();
-    assert_eq!(nodes, [Some("n1".to_owned()), Some("n2".to_owned())]);
+    assert_eq!(nodes, [Some("n1"), Some("n2")]);
     assert_eq!(inventory.host_inventories.len(), 1);
 }
 
