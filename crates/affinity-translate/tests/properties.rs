@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{
     BackupVolume, LoadAffinity, LoadConcurrency, NodeAgentConfig, NodeConcurrency, NodeOs,
-    RuledConfig, affinity_matches_node, backup_fragment, diagnose, load_json, load_json_bytes,
-    select_load_affinity, selector_requirements, to_affinity,
+    RuledConfig, backup_fragment, diagnose, load_json, load_json_bytes, select_load_affinity,
+    selector_requirements, to_affinity,
 };
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -149,7 +149,7 @@ proptest! {
         let requirements = selector_requirements(&selector);
         let node_selector = topology.as_deref().map(to_node_selector);
         let affinity = to_affinity(&requirements, node_selector.as_ref());
-        let generated = affinity_matches_node(affinity.as_ref(), "node", &labels);
+        let generated = matches_required_node_affinity(affinity.as_ref(), "node", &labels);
 
         let oracle_selector = label_selector_as_selector(&selector).unwrap().matches(&labels);
         let oracle_topology = topology
@@ -262,7 +262,7 @@ proptest! {
         let diagnosis = diagnose(&fragment, &[n], &BTreeSet::from(["n1".to_owned()]));
         prop_assert_eq!(
             diagnosis.nodes[0].problems.is_empty(),
-            affinity_matches_node(fragment.affinity.as_ref(), "n1", &labels),
+            matches_required_node_affinity(fragment.affinity.as_ref(), "n1", &labels),
             "{}", diagnosis
         );
     }
@@ -338,4 +338,20 @@ proptest! {
             prop_assert_eq!(again.config, loaded.config);
         }
     }
+}
+
+/// Whether an affinity's required node affinity admits a node (none: every
+/// node), by the scheduler crate's node selector matching.
+fn matches_required_node_affinity(
+    affinity: Option<&k8s_openapi::api::core::v1::Affinity>,
+    node_name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    affinity
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_none_or(|s| kube_scheduler_sim::node_selector::selector_matches(s, node_name, labels))
 }
