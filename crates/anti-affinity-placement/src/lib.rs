@@ -1,8 +1,6 @@
 //! Hardware-aware anti-affinity.
 //!
-//! Three parts, one per module:
-//! - [`scheduler`]: node affinity, pod (anti-)affinity and topology spread
-//!   evaluated and placed with exactly kube-scheduler's semantics (spec §C);
+//! Two parts, one per module:
 //! - [`hosts`]: virtual machines spread over physical hosts with soft or hard
 //!   anti-affinity, rebalancing and scale-down advice (spec §A);
 //! - [`labels`]: Node labels naming the physical host, and their audit
@@ -12,7 +10,6 @@
 
 pub mod hosts;
 pub mod labels;
-pub mod scheduler;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]
