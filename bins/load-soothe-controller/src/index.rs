@@ -21,8 +21,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use load_soothe::ledger::{ExactView, Ledger, LedgerSnapshot};
 use load_soothe::{CountCache, ExactInput, GateConfig, Load, LoadId, LoadKind, RecountPolicy};
+use load_soothe::{ExactView, Ledger, LedgerSnapshot};
 use velero_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
 use controller_kit::ApiErrorKind;

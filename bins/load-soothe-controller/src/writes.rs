@@ -33,8 +33,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
-use load_soothe::ledger::{LedgerWrite, unconfirmed_entries};
 use load_soothe::{HoldReason, Load, LoadId, LoadKind, PassPlan};
+use load_soothe::{LedgerWrite, unconfirmed_entries};
 use tokio::time::Instant;
 use velero_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 

@@ -24,7 +24,7 @@
 //!   the ledger's resourceVersion, also dropping the entries whose loads
 //!   left preparation); the accepts come after it succeeds. A load the
 //!   ledger already lists is accepted without a write, unless another node
-//!   admitted it less than [`ACCEPT_GRACE`](crate::ledger::ACCEPT_GRACE) ago
+//!   admitted it less than [`ACCEPT_GRACE`](crate::ACCEPT_GRACE) ago
 //!   (held `AdmittedElsewhere`, which blocks nobody). Without a readable
 //!   ledger everything is held `LedgerUnavailable`;
 //! - Velero mode keeps Velero's behaviour: while the (lazily refreshed)
@@ -42,11 +42,9 @@ use serde::Serialize;
 
 use crate::cache::CountCache;
 use crate::config::{Enablement, GateConfig, Mode};
-use crate::gate::HoldReason;
-use crate::ledger::{
-    ExactView, LEDGER_FORMAT_VERSION, Ledger, LedgerEntry, LedgerWrite, accept_grace_over,
-    has_left_preparation,
-};
+use crate::decision::HoldReason;
+use crate::exact::{accept_grace_over, has_left_preparation};
+use crate::ledger::{ExactView, LEDGER_FORMAT_VERSION, Ledger, LedgerEntry, LedgerWrite};
 use crate::model::{FifoKey, LoadId, LoadKind};
 
 /// Exact mode's knowledge of the ledger for a pass.

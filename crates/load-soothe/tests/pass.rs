@@ -2,11 +2,11 @@
 //! oracles written from the rules (count, sort, take).
 
 use jiff::Timestamp;
-use load_soothe::ledger::{ExactView, Ledger, LedgerEntry, LedgerSnapshot};
 use load_soothe::{
     CountCache, ExactInput, GateConfig, HoldReason, Load, LoadId, LoadKind, Mode, Phase,
     RecountPolicy, plan_pass, retain_tombstones,
 };
+use load_soothe::{ExactView, Ledger, LedgerEntry, LedgerSnapshot};
 use proptest::prelude::*;
 
 fn t(s: i64) -> Timestamp {
