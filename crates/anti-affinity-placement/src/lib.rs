@@ -1,15 +1,19 @@
 //! Hardware-aware anti-affinity.
 //!
-//! Three parts, one per module:
+//! Four parts, one per module:
 //! - [`scheduler`]: node affinity, pod (anti-)affinity and topology spread
 //!   evaluated and placed with exactly kube-scheduler's semantics (spec §C);
 //! - [`hosts`]: virtual machines spread over physical hosts with soft or hard
 //!   anti-affinity, rebalancing and scale-down advice (spec §A);
 //! - [`labels`]: Node labels naming the physical host, and their audit
-//!   (spec §B).
+//!   (spec §B);
+//! - [`cluster_modules`]: CAPV's vSphere cluster modules (version gate,
+//!   module reconciliation, membership), their audit and the vMotions that
+//!   spread what vSphere left stacked (spec §A).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cluster_modules;
 pub mod hosts;
 pub mod labels;
 pub mod scheduler;
