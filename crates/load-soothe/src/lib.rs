@@ -13,14 +13,14 @@
 //! - [`Mode::Optimistic`]: the same soft limit with the fixes: exact
 //!   incremental count, first-in first-out admission across kinds
 //!   ([`FifoKey`]), own admissions remembered; overshoot bounded by nodes ×
-//!   kinds (L3.14) and measured in [`sim`];
+//!   kinds (L3.14) and measured by the `load-soothe-sim` simulator;
 //! - [`Mode::Exact`]: admission through a shared [`ledger`] written with
 //!   compare-and-swap: never more than the limit in preparation.
 //!
 //! Modules: [`model`] (loads, phases, "in preparation"), [`config`]
 //! (enablement, L3.8), [`recount`] (the transition table, L3.12), [`cache`]
-//! (the count cache), [`gate`] (the decision), [`ledger`] (exact mode),
-//! [`sim`] (discrete-event simulation of a cluster).
+//! (the count cache), [`gate`] (the decision), [`ledger`] (exact mode). The
+//! discrete-event simulation of a cluster is the `load-soothe-sim` crate.
 //!
 //! `docs/load-soothe.md` explains the modes, the controller integration step
 //! by step, and how to choose `prepareQueueLength`, with the simulation's
@@ -34,7 +34,6 @@ pub mod gate;
 pub mod ledger;
 pub mod model;
 pub mod recount;
-pub mod sim;
 
 pub use cache::{Applied, CountCache, WatchEvent};
 pub use config::{Enablement, GateConfig, HOLD_REQUEUE_AFTER, Limit, Mode};

@@ -4,6 +4,7 @@
 
 use backup_queue::{BackupInput, NamespaceFilter, Phase, QueueInput};
 use jiff::Timestamp;
+use testkit::SplitMix64;
 
 /// 250 teams × 20 apps = 5,000 namespaces `team-TTT-AA`.
 pub const TEAMS: u32 = 250;
@@ -11,25 +12,6 @@ pub const TEAMS: u32 = 250;
 pub const APPS: u32 = 20;
 /// `--concurrent-backups` in every workload.
 pub const CONCURRENCY: u32 = 8;
-
-/// A small deterministic generator (SplitMix64).
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u32) -> u32 {
-        (self.next_u64() % u64::from(n)) as u32
-    }
-}
 
 pub fn namespaces() -> Vec<String> {
     (0..TEAMS)
@@ -40,8 +22,8 @@ pub fn namespaces() -> Vec<String> {
 /// A namespace filter: mostly 1–3 literal namespaces, some team wildcards
 /// (`team-042-*`, `team-042-0?`), some app-across-teams wildcards
 /// (`*-07`), some with an exclude.
-pub fn filter(rng: &mut Rng) -> NamespaceFilter {
-    let ns = |rng: &mut Rng| format!("team-{:03}-{:02}", rng.below(TEAMS), rng.below(APPS));
+pub fn filter(rng: &mut SplitMix64) -> NamespaceFilter {
+    let ns = |rng: &mut SplitMix64| format!("team-{:03}-{:02}", rng.below(TEAMS), rng.below(APPS));
     let roll = rng.below(100);
     let mut f = if roll < 70 {
         let n = 1 + rng.below(3);
@@ -67,7 +49,7 @@ fn at(sec: i64) -> Timestamp {
 /// backup: nothing can start, every queued backup is checked (Velero's
 /// periodic pass).
 pub fn blocked(q: usize) -> QueueInput {
-    let mut rng = Rng::new(q as u64);
+    let mut rng = SplitMix64::new(q as u64);
     let mut backups = vec![BackupInput {
         name: "full-cluster".into(),
         resource_version: Some("1".into()),

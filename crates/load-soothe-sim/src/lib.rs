@@ -3,10 +3,14 @@
 //! loads of the four kinds, preparation and transfer times, a per-node
 //! data-path cap (L3.6), and the gate in one of the three [`Mode`]s.
 //!
-//! The simulation drives the crate's real cache, gate and ledger functions;
-//! only the API server and the clock are modelled. Randomness comes from an
-//! in-crate SplitMix64 generator seeded by the scenario, so a scenario always
-//! gives the same report.
+//! The simulation drives `load-soothe`'s real cache, gate and ledger
+//! functions; only the API server and the clock are modelled. Randomness
+//! comes from the workspace's [`SplitMix64`] seeded by the scenario, so a
+//! scenario always gives the same report.
+//!
+//! A crate of its own (not published): the simulator is a tool for choosing
+//! and checking the gate's modes (`docs/load-soothe.md`,
+//! `docs/performance.md`), not part of the gate's API.
 //!
 //! Model (times in milliseconds):
 //! - Loads are created at the server (`New`) at their arrival time. Kinds
@@ -34,45 +38,21 @@
 //! conflicts included), API reads (live GETs; watch traffic is not counted),
 //! gate evaluations, waiting time from creation to acceptance.
 
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
-use crate::cache::CountCache;
-use crate::config::{GateConfig, Mode};
-use crate::gate::{Decision, WAKE_SPREAD, decide, wake_delay, wake_list};
-use crate::ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
-use crate::model::{Load, LoadId, LoadKind, Phase};
-use crate::recount::RecountPolicy;
-
-/// SplitMix64: a tiny, well-distributed, deterministic generator.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `lo..=hi` (`lo` if `hi < lo`).
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo {
-            return lo;
-        }
-        lo + self.next_u64() % (hi - lo + 1)
-    }
-}
+use load_soothe::cache::CountCache;
+use load_soothe::config::{GateConfig, Mode};
+use load_soothe::gate::{Decision, WAKE_SPREAD, decide, wake_delay, wake_list};
+use load_soothe::ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
+use load_soothe::model::{Load, LoadId, LoadKind, Phase};
+use load_soothe::recount::RecountPolicy;
+use testkit::SplitMix64;
 
 /// When loads arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -554,10 +534,10 @@ impl<'a> Sim<'a> {
     }
 
     fn set_in_prep(&mut self, idx: usize, phase: Phase, label: bool) {
-        let was = crate::model::in_preparation(self.loads[idx].phase, self.loads[idx].label);
+        let was = load_soothe::model::in_preparation(self.loads[idx].phase, self.loads[idx].label);
         self.loads[idx].phase = phase;
         self.loads[idx].label = label;
-        let is = crate::model::in_preparation(phase, label);
+        let is = load_soothe::model::in_preparation(phase, label);
         if is && !was {
             self.in_prep += 1;
             self.report.peak_in_preparation = self.report.peak_in_preparation.max(self.in_prep);

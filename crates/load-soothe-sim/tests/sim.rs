@@ -2,8 +2,8 @@
 //! overshoot 0 in every run, optimistic overshoot within nodes × kinds, every
 //! load completed, and a deterministic table.
 
-use load_soothe::sim::{Arrival, Scenario, run, run_all, table};
 use load_soothe::{LoadKind, Mode};
+use load_soothe_sim::{Arrival, Scenario, run, run_all, table};
 
 fn small_scenarios() -> Vec<Scenario> {
     let mut v = Vec::new();

@@ -1,11 +1,11 @@
 //! Prints the load-soothe simulation table (docs/performance.md, `## load-soothe`).
 //!
-//! `cargo run --release -p load-soothe --example soothe_sim`
+//! `cargo run --release -p load-soothe-sim --example soothe_sim`
 //!
 //! Wall-clock time per run goes to stderr (the table itself is deterministic).
 
 use load_soothe::Mode;
-use load_soothe::sim::{run, standard_scenarios, table};
+use load_soothe_sim::{run, standard_scenarios, table};
 
 fn main() {
     let mut reports = Vec::new();
