@@ -38,7 +38,7 @@ pub struct Cli {
     #[arg(long, env = "NODE_AGENT_CONFIGMAP", hide_env_values = true, default_value = DEFAULT_NODE_AGENT_CONFIG_MAP, value_name = "NAME")]
     pub node_agent_configmap: String,
     /// Ledger ConfigMap of exact mode.
-    #[arg(long, env = "LEDGER_CONFIGMAP", hide_env_values = true, default_value = load_soothe::ledger::DEFAULT_LEDGER_NAME, value_name = "NAME")]
+    #[arg(long, env = "LEDGER_CONFIGMAP", hide_env_values = true, default_value = load_soothe::DEFAULT_LEDGER_NAME, value_name = "NAME")]
     pub ledger_configmap: String,
     /// Seconds before held loads are decided again when nothing changes.
     #[arg(

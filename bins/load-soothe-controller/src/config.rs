@@ -79,7 +79,7 @@ impl Config {
             datamovers: datamovers.iter().map(|s| (*s).to_owned()).collect(),
             mode,
             node_agent_config_map: DEFAULT_NODE_AGENT_CONFIG_MAP.to_owned(),
-            ledger_config_map: load_soothe::ledger::DEFAULT_LEDGER_NAME.to_owned(),
+            ledger_config_map: load_soothe::DEFAULT_LEDGER_NAME.to_owned(),
             dry_run: false,
             requeue_after: load_soothe::HOLD_REQUEUE_AFTER,
             confirm_interval: Duration::from_secs(60),

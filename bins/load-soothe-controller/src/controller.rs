@@ -48,7 +48,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 use kube_adapters::velero::{LoadObject, load, object_reference};
 use load_soothe::CountCache;
-use load_soothe::ledger::unconfirmed_entries;
+use load_soothe::unconfirmed_entries;
 use load_soothe::{
     Decision, ExactView, GateConfig, Hold, HoldReason, Ledger, LedgerSnapshot, LedgerWrite, Load,
     LoadId, LoadKind, NotGated, RecountPolicy, decide,

@@ -27,7 +27,7 @@
 use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, Workload};
 
 use crate::config::{DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode};
-use load_soothe::ledger::DEFAULT_LEDGER_NAME;
+use load_soothe::DEFAULT_LEDGER_NAME;
 
 /// Rules of both modes.
 pub const RULES: &[Rule] = &[

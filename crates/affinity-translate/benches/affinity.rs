@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use kube::core::SelectorExt;
-use kube_validation::label_selector_to_selector;
+use kube_validation::label_selector_as_selector;
 
 const NODES: usize = 10_000;
 const RULES: usize = 100;
@@ -135,7 +135,7 @@ fn naive(config: &LoadConcurrency, nodes: &[Node]) -> BTreeMap<String, u64> {
             let mut best = i64::from(i32::MAX);
             for rule in config.per_node_config.iter().flatten() {
                 let Ok(selector) =
-                    label_selector_to_selector(&rule.node_selector.clone().unwrap_or_default())
+                    label_selector_as_selector(&rule.node_selector.clone().unwrap_or_default())
                 else {
                     continue;
                 };

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::core::{Selector, SelectorExt};
-use kube_validation::label_selector_to_selector;
+use kube_validation::label_selector_as_selector;
 
 use crate::config::LoadConcurrency;
 use crate::finding::Finding;
@@ -62,7 +62,7 @@ impl NodeConcurrency {
             .flatten()
         {
             let selector_source = rule.node_selector.clone().unwrap_or_default();
-            let Ok(selector) = label_selector_to_selector(&selector_source) else {
+            let Ok(selector) = label_selector_as_selector(&selector_source) else {
                 continue;
             };
             let Some(number) = rule.number.filter(|n| *n > 0 && *n < NEVER_WINS) else {

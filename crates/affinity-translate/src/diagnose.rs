@@ -6,13 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration,
-};
+use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm};
+use kube_scheduler_sim::node_selector::{field_requirement_holds, requirement_holds, term_matches};
+use kube_scheduler_sim::plugins::node_unschedulable;
+use kube_scheduler_sim::taints;
 use serde::Serialize;
 
 use crate::fragment::PodFragment;
-use crate::translate::{render_requirement, requirement_matches, term_matches};
+use crate::translate::render_requirement;
 
 /// Where a failing requirement comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -121,7 +122,7 @@ pub fn diagnose(
             if !node_agent_nodes.contains(&name) {
                 problems.push(Problem::NodeAgentNotRunning);
             }
-            if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+            if !node_unschedulable::fits(node, &fragment.tolerations) {
                 problems.push(Problem::Cordoned);
             }
             for (key, expected) in fragment.node_selector.iter().flatten() {
@@ -142,8 +143,8 @@ pub fn diagnose(
                 .into_iter()
                 .flatten()
             {
-                if matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
-                    && !fragment.tolerations.iter().any(|t| tolerates(t, taint))
+                if taints::blocks_scheduling(taint)
+                    && !taints::tolerated(&fragment.tolerations, taint)
                 {
                     problems.push(Problem::Taint {
                         taint: format!(
@@ -163,24 +164,6 @@ pub fn diagnose(
         .collect();
     verdicts.sort_by(|a, b| a.node.cmp(&b.node));
     Diagnosis { nodes: verdicts }
-}
-
-fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect_ok = toleration
-        .effect
-        .as_deref()
-        .is_none_or(|e| e.is_empty() || e == taint.effect);
-    let key = toleration.key.as_deref().unwrap_or_default();
-    match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => effect_ok && (key.is_empty() || key == taint.key),
-        "Equal" => {
-            effect_ok
-                && key == taint.key
-                && toleration.value.as_deref().unwrap_or_default()
-                    == taint.value.as_deref().unwrap_or_default()
-        }
-        _ => false,
-    }
 }
 
 fn affinity_problems(
@@ -258,7 +241,7 @@ fn affinity_problems(
                 .match_expressions
                 .iter()
                 .flatten()
-                .all(|r| requirement_matches(r, labels) == Some(true))
+                .all(|r| requirement_holds(r, labels) == Some(true))
                 && (topology_term.match_fields.is_none()
                     || term_fields_match(&topology_term, name));
             if holds {
@@ -274,17 +257,15 @@ fn affinity_problems(
 }
 
 fn term_fields_match(term: &NodeSelectorTerm, name: &str) -> bool {
-    let fields_only = NodeSelectorTerm {
-        match_expressions: None,
-        match_fields: term.match_fields.clone(),
-    };
-    fields_only.match_fields.as_ref().is_none_or(Vec::is_empty)
-        || term_matches(&fields_only, name, &BTreeMap::new())
+    term.match_fields
+        .iter()
+        .flatten()
+        .all(|f| field_requirement_holds(f, name) == Some(true))
 }
 
 fn first_failure(term: &NodeSelectorTerm, name: &str, labels: &BTreeMap<String, String>) -> String {
     for requirement in term.match_expressions.iter().flatten() {
-        if requirement_matches(requirement, labels) != Some(true) {
+        if requirement_holds(requirement, labels) != Some(true) {
             return format!(
                 "{} (node has {})",
                 render_requirement(requirement),
@@ -293,11 +274,7 @@ fn first_failure(term: &NodeSelectorTerm, name: &str, labels: &BTreeMap<String, 
         }
     }
     for field in term.match_fields.iter().flatten() {
-        let single = NodeSelectorTerm {
-            match_expressions: None,
-            match_fields: Some(vec![field.clone()]),
-        };
-        if !term_matches(&single, name, &BTreeMap::new()) {
+        if field_requirement_holds(field, name) != Some(true) {
             return format!("field {} (node is {name})", render_requirement(field));
         }
     }
@@ -317,7 +294,7 @@ fn push_requirement(
     labels: &BTreeMap<String, String>,
     problems: &mut Vec<Problem>,
 ) {
-    if requirement_matches(requirement, labels) != Some(true) {
+    if requirement_holds(requirement, labels) != Some(true) {
         problems.push(Problem::Requirement {
             origin,
             requirement: render_requirement(requirement),

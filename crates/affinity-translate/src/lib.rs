@@ -41,9 +41,7 @@ pub use kube_validation::{Quantity, QuantityError};
 pub use load::{
     LoadError, Loaded, load_config_map, load_config_map_data, load_json, load_json_bytes,
 };
-pub use translate::{
-    affinity_matches_node, matches_node, select_load_affinity, selector_requirements, to_affinity,
-};
+pub use translate::{select_load_affinity, selector_requirements, to_affinity};
 pub use validate::validate;
 
 // The README's example runs as a doctest.

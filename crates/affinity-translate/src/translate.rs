@@ -1,7 +1,6 @@
-//! Load-affinity selection (A2.1–A2.5), translation of a label selector to
-//! node affinity (A2.7–A2.12), and a node-affinity evaluator.
-
-use std::collections::BTreeMap;
+//! Load-affinity selection (A2.1–A2.5) and translation of a label selector
+//! to node affinity (A2.7–A2.12). Matching node affinity against nodes is
+//! `kube-scheduler-sim`'s (`node_selector`).
 
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
@@ -102,89 +101,6 @@ pub fn to_affinity(
         pod_affinity: None,
         pod_anti_affinity: None,
     })
-}
-
-/// Whether one node selector requirement holds for a label (or field) set,
-/// with kube-scheduler's semantics: `In` needs the key with a listed value,
-/// `NotIn` the key absent or unlisted, `Exists`/`DoesNotExist` presence,
-/// `Gt`/`Lt` the key present and both sides integers. `None` if the
-/// requirement is malformed (the scheduler then ignores the whole term, so
-/// it matches nothing).
-pub fn requirement_matches(
-    requirement: &NodeSelectorRequirement,
-    labels: &BTreeMap<String, String>,
-) -> Option<bool> {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let actual = labels.get(&requirement.key);
-    Some(match requirement.operator.as_str() {
-        "In" if !values.is_empty() => actual.is_some_and(|v| values.contains(v)),
-        "NotIn" if !values.is_empty() => actual.is_none_or(|v| !values.contains(v)),
-        "Exists" if values.is_empty() => actual.is_some(),
-        "DoesNotExist" if values.is_empty() => actual.is_none(),
-        "Gt" | "Lt" if values.len() == 1 => {
-            let bound: i64 = values[0].parse().ok()?;
-            match actual.map(|v| v.parse::<i64>()) {
-                Some(Ok(v)) if requirement.operator == "Gt" => v > bound,
-                Some(Ok(v)) => v < bound,
-                _ => false,
-            }
-        }
-        _ => return None,
-    })
-}
-
-/// Whether one node selector term matches a node: all expressions hold on
-/// the labels and all `matchFields` (only `metadata.name`) on the name. An
-/// empty term, or one with a malformed requirement, matches nothing.
-pub fn term_matches(
-    term: &NodeSelectorTerm,
-    node_name: &str,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let name_fields = BTreeMap::from([("metadata.name".to_owned(), node_name.to_owned())]);
-    expressions
-        .iter()
-        .all(|r| requirement_matches(r, labels) == Some(true))
-        && fields.iter().all(|r| {
-            r.key == "metadata.name"
-                && matches!(r.operator.as_str(), "In" | "NotIn")
-                && requirement_matches(r, &name_fields) == Some(true)
-        })
-}
-
-/// Whether a required node selector matches a node (the terms are OR-ed).
-pub fn matches_node(
-    selector: &NodeSelector,
-    node_name: &str,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    selector
-        .node_selector_terms
-        .iter()
-        .any(|term| term_matches(term, node_name, labels))
-}
-
-/// Whether an affinity's required node affinity admits a node (`None` and
-/// an affinity without node affinity admit every node).
-pub fn affinity_matches_node(
-    affinity: Option<&Affinity>,
-    node_name: &str,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    match affinity
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        }) {
-        Some(selector) => matches_node(selector, node_name, labels),
-        None => true,
-    }
 }
 
 /// Renders a requirement for humans: `key Op [v1, v2]`.

@@ -9,7 +9,7 @@ use affinity_translate::{
 };
 use k8s_openapi::api::core::v1::{
     Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, PersistentVolume,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec, Taint,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec, Taint, Toleration,
     VolumeNodeAffinity,
 };
 use k8s_openapi::api::storage::v1::{
@@ -552,4 +552,62 @@ fn diagnosis_of_a_fragment_read_back_from_json_names_failing_requirements_withou
     let diagnosis = diagnose(&read_back, &nodes, &agents);
     assert_eq!(diagnosis.schedulable(), vec!["fits"]);
     insta::assert_snapshot!(diagnosis.to_string());
+}
+
+#[test]
+fn diagnosis_tolerates_taints_exactly_as_kube_scheduler() {
+    // One rule for the whole workspace (`Toleration.ToleratesTaint`): an empty
+    // operator means Equal, and an empty key with Equal matches any key with
+    // the same value; a cordon is tolerated by the unschedulable taint.
+    let config = config();
+    let mut fragment = backup_fragment(
+        &config,
+        &BackupVolume {
+            source_storage_class: "standard",
+            ..Default::default()
+        },
+        NodeOs::Linux,
+    );
+    let toleration = |key: &str, operator: &str, value: &str| Toleration {
+        key: (!key.is_empty()).then(|| key.to_owned()),
+        operator: Some(operator.to_owned()),
+        value: (!value.is_empty()).then(|| value.to_owned()),
+        ..Toleration::default()
+    };
+    fragment.tolerations = vec![
+        toleration("dedicated", "", "backup"),
+        toleration("", "Equal", "gpu"),
+        toleration("node.kubernetes.io/unschedulable", "Exists", ""),
+    ];
+    let labels = [("pool", "backup"), ("disk", "ssd")];
+    let nodes = vec![
+        node(
+            "empty-operator",
+            &labels,
+            &[("dedicated", "backup", "NoSchedule")],
+            false,
+        ),
+        node(
+            "empty-key",
+            &labels,
+            &[("accelerator", "gpu", "NoExecute")],
+            false,
+        ),
+        node("cordoned", &labels, &[], true),
+        node(
+            "other-value",
+            &labels,
+            &[("dedicated", "web", "NoSchedule")],
+            false,
+        ),
+    ];
+    let agents: BTreeSet<String> = nodes
+        .iter()
+        .map(|n| n.metadata.name.clone().unwrap())
+        .collect();
+    let diagnosis = diagnose(&fragment, &nodes, &agents);
+    assert_eq!(
+        diagnosis.schedulable(),
+        ["cordoned", "empty-key", "empty-operator"]
+    );
 }

@@ -5,15 +5,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{
     BackupVolume, LoadAffinity, LoadConcurrency, NodeAgentConfig, NodeConcurrency, NodeOs,
-    RuledConfig, affinity_matches_node, backup_fragment, diagnose, load_json, load_json_bytes,
-    select_load_affinity, selector_requirements, to_affinity,
+    RuledConfig, backup_fragment, diagnose, load_json, load_json_bytes, select_load_affinity,
+    selector_requirements, to_affinity,
 };
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use kube::core::SelectorExt;
-use kube_validation::label_selector_to_selector;
+use kube_validation::label_selector_as_selector;
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &["a", "b", "example.com/c", "zone"];
@@ -149,9 +149,9 @@ proptest! {
         let requirements = selector_requirements(&selector);
         let node_selector = topology.as_deref().map(to_node_selector);
         let affinity = to_affinity(&requirements, node_selector.as_ref());
-        let generated = affinity_matches_node(affinity.as_ref(), "node", &labels);
+        let generated = matches_required_node_affinity(affinity.as_ref(), "node", &labels);
 
-        let oracle_selector = label_selector_to_selector(&selector).unwrap().matches(&labels);
+        let oracle_selector = label_selector_as_selector(&selector).unwrap().matches(&labels);
         let oracle_topology = topology
             .as_ref()
             .is_none_or(|terms| terms.iter().any(|t| topology_term_holds(t, &labels)));
@@ -214,7 +214,7 @@ proptest! {
             let global = global.filter(|g| *g > 0).unwrap_or(1);
             let mut best: Option<i64> = None;
             for (selector, number) in &rules {
-                let Ok(selector) = label_selector_to_selector(&selector.clone().unwrap_or_default()) else { continue };
+                let Ok(selector) = label_selector_as_selector(&selector.clone().unwrap_or_default()) else { continue };
                 let Some(number) = number.filter(|n| *n > 0) else { continue };
                 if number >= 2147483647 { continue; }
                 if selector.matches(labels) {
@@ -262,7 +262,7 @@ proptest! {
         let diagnosis = diagnose(&fragment, &[n], &BTreeSet::from(["n1".to_owned()]));
         prop_assert_eq!(
             diagnosis.nodes[0].problems.is_empty(),
-            affinity_matches_node(fragment.affinity.as_ref(), "n1", &labels),
+            matches_required_node_affinity(fragment.affinity.as_ref(), "n1", &labels),
             "{}", diagnosis
         );
     }
@@ -338,4 +338,20 @@ proptest! {
             prop_assert_eq!(again.config, loaded.config);
         }
     }
+}
+
+/// Whether an affinity's required node affinity admits a node (none: every
+/// node), by the scheduler crate's node selector matching.
+fn matches_required_node_affinity(
+    affinity: Option<&k8s_openapi::api::core::v1::Affinity>,
+    node_name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    affinity
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_none_or(|s| kube_scheduler_sim::node_selector::selector_matches(s, node_name, labels))
 }

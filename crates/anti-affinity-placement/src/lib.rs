@@ -1,22 +1,19 @@
 //! Hardware-aware anti-affinity.
 //!
-//! Four parts, one per module:
-//! - [`scheduler`]: node affinity, pod (anti-)affinity and topology spread
-//!   evaluated and placed with exactly kube-scheduler's semantics (spec §C);
+//! Three parts, one per module:
 //! - [`hosts`]: virtual machines spread over physical hosts with soft or hard
 //!   anti-affinity, rebalancing and scale-down advice (spec §A);
 //! - [`labels`]: Node labels naming the physical host, and their audit
 //!   (spec §B);
 //! - [`cluster_modules`]: CAPV's vSphere cluster modules (version gate,
 //!   module reconciliation, membership), their audit and the vMotions that
-//!   spread what vSphere left stacked (spec §A).
+//!   spread what vSphere left stacked (A.1–A.5, A.15, A.16).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cluster_modules;
 pub mod hosts;
 pub mod labels;
-pub mod scheduler;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

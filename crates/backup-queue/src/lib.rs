@@ -23,6 +23,7 @@
 mod explain;
 mod input;
 mod namespaces;
+mod pass;
 mod plan;
 pub mod reference;
 mod state;
@@ -34,7 +35,8 @@ pub use namespaces::{
     FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, is_namespace_name,
     validate_pattern,
 };
-pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting, plan};
+pub use pass::plan;
+pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting};
 pub use state::{QueueEvent, QueueState};
 
 // The README's example runs as a doctest.

@@ -9,7 +9,6 @@ use smallvec::SmallVec;
 
 use crate::input::{BackupInput, NamespaceFilter, Phase, QueueInput};
 use crate::namespaces::{NamespaceMatcher, PatternCache, PatternError, Shape, is_namespace_name};
-use crate::plan::{Plan, plan_state};
 use crate::universe::Universe;
 
 /// One change observed by a watch.
@@ -90,7 +89,7 @@ impl Record {
 /// The queue of one Velero namespace, kept incrementally.
 ///
 /// Feed it every watch event with [`QueueState::apply`]; [`QueueState::plan`]
-/// then gives the same [`Plan`] as [`crate::plan`] on a full snapshot, without
+/// then gives the same [`crate::Plan`] as [`crate::plan`] on a full snapshot, without
 /// resolving any namespace pattern again. An event costs work proportional
 /// to the namespaces of the changed backup (plus one match per queued backup
 /// when a namespace appears or disappears), never backups × namespaces.
@@ -193,18 +192,6 @@ impl QueueState {
             }
             QueueEvent::SetConcurrency(n) => self.limit = n.max(1),
         }
-    }
-
-    /// Plans the status writes that bring the queue to its steady state,
-    /// with a [`crate::WaitReason`] for every backup left waiting.
-    pub fn plan(&self) -> Plan {
-        plan_state(self, true)
-    }
-
-    /// Like [`QueueState::plan`] without the explanations (`Plan::waiting`
-    /// is empty): the cheap form for a controller reacting to every event.
-    pub fn plan_writes(&self) -> Plan {
-        plan_state(self, false)
     }
 
     pub(crate) fn record(&self, slot: u32) -> &Record {

@@ -4,7 +4,12 @@
 //! The rules and the wording of the messages are apimachinery's
 //! (`k8s.io/apimachinery/pkg/util/validation`, `pkg/labels.NewRequirement`,
 //! `metav1.LabelSelectorAsSelector`, `resource.ParseQuantity`), so that a user who has seen the API
-//! server's complaint recognises ours. Every function is pure and allocation
+//! server's complaint recognises ours. Selectors have two sets of messages,
+//! as in Kubernetes: the API server's validation of an object
+//! ([`validate_label_selector`], [`validate_node_selector_requirement`]) and
+//! the run-time parse that controllers and kube-scheduler log
+//! ([`label_selector_as_selector`], [`node_selector_requirement`],
+//! [`Requirement`]). Every function is pure and allocation
 //! is limited to the messages of invalid input.
 //!
 //! Shared by the policy crates: a label key or value that the API server
@@ -15,6 +20,7 @@
 mod group_version;
 mod names;
 mod quantity;
+mod requirement;
 mod selector;
 
 pub use group_version::{GroupVersion, GroupVersionError, parse_group_version};
@@ -25,9 +31,13 @@ pub use names::{
     validate_qualified_name,
 };
 pub use quantity::{Quantity, QuantityError};
+pub use requirement::{
+    FieldError, FieldRequirement, Operator, ParseError, Requirement, go_quote,
+    label_selector_as_selector, node_selector_field_requirement, node_selector_requirement,
+};
 pub use selector::{
     LabelSelectorOperator, NodeSelectorOperator, SelectorError, Violation,
-    label_selector_to_selector, unparsable_node_selector_requirement, validate_label_selector,
+    unparsable_node_selector_requirement, validate_label_selector,
     validate_node_selector_requirement,
 };
 

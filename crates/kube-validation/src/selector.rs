@@ -6,7 +6,6 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-use kube::core::{Expression, Selector};
 
 use crate::names::{validate_label_value, validate_qualified_name};
 
@@ -262,38 +261,9 @@ pub fn unparsable_node_selector_requirement(
     }
 }
 
-/// Converts a label selector into kube-core's [`Selector`] after validating
-/// it (`LabelSelectorAsSelector`). An empty selector selects everything; a
-/// missing (`null`) selector is the caller's business (it selects nothing).
-pub fn label_selector_to_selector(selector: &LabelSelector) -> Result<Selector, SelectorError> {
-    let violations = validate_label_selector(selector);
-    if !violations.is_empty() {
-        return Err(SelectorError { violations });
-    }
-    let mut expressions: Vec<Expression> = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .map(|(key, value)| Expression::Equal(key.clone(), value.clone()))
-        .collect();
-    for requirement in selector.match_expressions.iter().flatten() {
-        let key = requirement.key.clone();
-        let values = requirement.values.iter().flatten().cloned().collect();
-        expressions.push(match LabelSelectorOperator::parse(&requirement.operator) {
-            Some(LabelSelectorOperator::In) => Expression::In(key, values),
-            Some(LabelSelectorOperator::NotIn) => Expression::NotIn(key, values),
-            Some(LabelSelectorOperator::Exists) => Expression::Exists(key),
-            Some(LabelSelectorOperator::DoesNotExist) | None => Expression::DoesNotExist(key),
-        });
-    }
-    Ok(expressions.into_iter().collect())
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-
-    use kube::core::SelectorExt;
 
     use super::*;
 
@@ -310,25 +280,6 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
-    }
-
-    #[test]
-    fn empty_selector_selects_everything() {
-        let selector = label_selector_to_selector(&LabelSelector::default()).unwrap();
-        assert!(selector.matches(&labels(&[("a", "b")])));
-        assert!(selector.matches(&BTreeMap::new()));
-    }
-
-    #[test]
-    fn converted_selector_ands_labels_and_expressions() {
-        let selector = label_selector_to_selector(&LabelSelector {
-            match_labels: Some(labels(&[("zone", "a")])),
-            match_expressions: Some(vec![requirement("tier", "NotIn", &["db"])]),
-        })
-        .unwrap();
-        assert!(selector.matches(&labels(&[("zone", "a")])));
-        assert!(!selector.matches(&labels(&[("zone", "a"), ("tier", "db")])));
-        assert!(!selector.matches(&labels(&[("zone", "b")])));
     }
 
     #[test]
@@ -355,13 +306,6 @@ mod tests {
         assert!(violations[0].message.contains("\"bad key\""));
         assert!(violations[1].message.contains("\"-bad\""));
         assert!(violations[2].message.contains("\"in\""));
-        assert!(
-            label_selector_to_selector(&LabelSelector {
-                match_expressions: Some(vec![requirement("b", "In", &[])]),
-                ..LabelSelector::default()
-            })
-            .is_err()
-        );
     }
 
     #[test]

@@ -46,12 +46,12 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
-use load_soothe::cache::CountCache;
-use load_soothe::config::{GateConfig, Mode};
-use load_soothe::gate::{Decision, WAKE_SPREAD, decide, wake_delay, wake_list};
-use load_soothe::ledger::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
-use load_soothe::model::{Load, LoadId, LoadKind, Phase};
-use load_soothe::recount::RecountPolicy;
+use load_soothe::CountCache;
+use load_soothe::RecountPolicy;
+use load_soothe::{Decision, WAKE_SPREAD, decide, wake_delay, wake_list};
+use load_soothe::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
+use load_soothe::{GateConfig, Mode};
+use load_soothe::{Load, LoadId, LoadKind, Phase};
 use testkit::SplitMix64;
 
 /// When loads arrive.
@@ -534,10 +534,10 @@ impl<'a> Sim<'a> {
     }
 
     fn set_in_prep(&mut self, idx: usize, phase: Phase, label: bool) {
-        let was = load_soothe::model::in_preparation(self.loads[idx].phase, self.loads[idx].label);
+        let was = load_soothe::in_preparation(self.loads[idx].phase, self.loads[idx].label);
         self.loads[idx].phase = phase;
         self.loads[idx].label = label;
-        let is = load_soothe::model::in_preparation(phase, label);
+        let is = load_soothe::in_preparation(phase, label);
         if is && !was {
             self.in_prep += 1;
             self.report.peak_in_preparation = self.report.peak_in_preparation.max(self.in_prep);

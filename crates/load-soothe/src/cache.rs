@@ -1,17 +1,4 @@
-//! The count cache: one per node-agent, shared by its four controllers, fed by
-//! watch events of the four kinds, maintained incrementally. No decision
-//! lists objects: the count, the waiting queue and the set of loads in
-//! preparation are updated on each event in O(log n).
-//!
-//! For [`RecountPolicy::Velero`] the cache reproduces Velero's lazily
-//! refreshed per-kind count (L3.9, L3.10): a trigger of the
-//! [recount table](crate::recount) marks the kind stale, and the next
-//! [`CountCache::counts`] call takes the current count of that kind, which is
-//! what Velero's re-list of its informer cache returns. Between triggers the
-//! count is frozen, so creates and deletes are missed (W3.3). For
-//! [`RecountPolicy::Fixed`] every event that changes "in preparation" is a
-//! trigger, so the count always equals the number of loads in preparation in
-//! the view.
+//! The count cache (documented on [`CountCache`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,6 +39,21 @@ pub struct Applied {
 
 /// Per-node count of loads in preparation, waiting queue and local
 /// reservations.
+///
+/// The count cache: one per node-agent, shared by its four controllers, fed by
+/// watch events of the four kinds, maintained incrementally. No decision
+/// lists objects: the count, the waiting queue and the set of loads in
+/// preparation are updated on each event in O(log n).
+///
+/// For [`RecountPolicy::Velero`] the cache reproduces Velero's lazily
+/// refreshed per-kind count (L3.9, L3.10): a trigger of the
+/// [recount table](crate::recount()) marks the kind stale, and the next
+/// [`CountCache::counts`] call takes the current count of that kind, which is
+/// what Velero's re-list of its informer cache returns. Between triggers the
+/// count is frozen, so creates and deletes are missed (W3.3). For
+/// [`RecountPolicy::Fixed`] every event that changes "in preparation" is a
+/// trigger, so the count always equals the number of loads in preparation in
+/// the view.
 #[derive(Clone, Debug)]
 pub struct CountCache {
     policy: RecountPolicy,
@@ -224,7 +226,7 @@ impl CountCache {
 
     /// Records that a live read (GET) confirmed the load no longer exists
     /// (not found, or found with another UID). Used for ledger entries whose
-    /// load this view never saw (see [`crate::ledger::unconfirmed_entries`]).
+    /// load this view never saw (see [`crate::unconfirmed_entries`]).
     pub fn confirm_deleted(&mut self, id: &LoadId) -> Applied {
         self.delete(id)
     }

@@ -1,10 +1,4 @@
-//! The loads the gate governs: their kinds, phases, identity and the
-//! "in preparation" predicate (spec §3.3, L3.11).
-//!
-//! These are plain values, not Velero CRD types: a controller maps each
-//! DataUpload, DataDownload, PodVolumeBackup or PodVolumeRestore object to a
-//! [`Load`] (kind, metadata, `status.phase`, the `velero.io/expose-on-going`
-//! label and `spec.cancel`) and hands it to the count cache and the gate.
+//! The loads the gate governs (documented on [`Load`]).
 
 use std::fmt;
 
@@ -189,6 +183,14 @@ impl fmt::Display for LoadId {
 }
 
 /// What the gate needs to know about one load object.
+///
+/// The loads the gate governs: their kinds, phases, identity and the
+/// "in preparation" predicate (spec §3.3, L3.11).
+///
+/// These are plain values, not Velero CRD types: a controller maps each
+/// DataUpload, DataDownload, PodVolumeBackup or PodVolumeRestore object to a
+/// [`Load`] (kind, metadata, `status.phase`, the `velero.io/expose-on-going`
+/// label and `spec.cancel`) and hands it to the count cache and the gate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Load {
     /// Identity.

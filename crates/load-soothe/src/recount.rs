@@ -1,12 +1,4 @@
-//! The recount transition table: which watch events make a gate's cached
-//! count of loads in preparation out of date (L3.9–L3.12) and the fixes.
-//!
-//! Velero keeps, per kind, a change id and a cached count; an informer event
-//! that is a *trigger* bumps the change id, and the next gate evaluation
-//! re-lists that kind (L3.10). Every other event leaves the cached count as it
-//! was, even when it changed which loads are in preparation. The table is a
-//! pure function of the event's old and new state so it can be tested
-//! exhaustively.
+//! The recount transition table (documented on [`recount()`]).
 
 use serde::Serialize;
 
@@ -84,6 +76,16 @@ pub enum FixTrigger {
 
 /// The table: whether an event from `old` to `new` refreshes the count.
 /// `old == None` is a create, `new == None` a delete.
+///
+/// The recount transition table: which watch events make a gate's cached
+/// count of loads in preparation out of date (L3.9–L3.12) and the fixes.
+///
+/// Velero keeps, per kind, a change id and a cached count; an informer event
+/// that is a *trigger* bumps the change id, and the next gate evaluation
+/// re-lists that kind (L3.10). Every other event leaves the cached count as it
+/// was, even when it changed which loads are in preparation. The table is a
+/// pure function of the event's old and new state so it can be tested
+/// exhaustively.
 pub fn recount(policy: RecountPolicy, old: Option<Observed>, new: Option<Observed>) -> Recount {
     if let (Some(o), Some(n)) = (old, new)
         && let Some(trigger) = velero_trigger(o.phase, n.phase)

@@ -14,11 +14,11 @@
 use std::collections::{HashSet, VecDeque};
 
 use jiff::Timestamp;
-use load_soothe::ledger::{
-    ExactView, LEDGER_FORMAT_VERSION, Ledger, LedgerEntry, LedgerSnapshot, plan_admissions,
-};
 use load_soothe::{
     CountCache, Decision, GateConfig, Load, LoadId, LoadKind, Mode, Phase, RecountPolicy, decide,
+};
+use load_soothe::{
+    ExactView, LEDGER_FORMAT_VERSION, Ledger, LedgerEntry, LedgerSnapshot, plan_admissions,
 };
 use proptest::prelude::*;
 

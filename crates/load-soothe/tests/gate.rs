@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 
 use jiff::Timestamp;
-use load_soothe::gate::wake_delay;
-use load_soothe::ledger::{ExactView, LedgerSnapshot};
+use load_soothe::wake_delay;
 use load_soothe::{
     CountCache, Decision, Enablement, GateConfig, HoldReason, KindCounts, Load, LoadId, LoadKind,
     Mode, NotGated, Phase, RecountPolicy, decide,
 };
+use load_soothe::{ExactView, LedgerSnapshot};
 use proptest::prelude::*;
 
 fn t(s: i64) -> Timestamp {

@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use load_soothe::ledger::{
-    ExactView, Ledger, LedgerSnapshot, plan_admissions, plan_cleanup, unconfirmed_entries,
-};
 use load_soothe::{
     CountCache, Decision, GateConfig, Limit, Load, LoadId, LoadKind, Mode, Phase, RecountPolicy,
     decide,
+};
+use load_soothe::{
+    ExactView, Ledger, LedgerSnapshot, plan_admissions, plan_cleanup, unconfirmed_entries,
 };
 
 fn t(s: i64) -> Timestamp {

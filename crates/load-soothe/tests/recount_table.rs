@@ -2,7 +2,7 @@
 //! of Velero's rule plus the documented fixes.
 
 use load_soothe::Phase;
-use load_soothe::recount::{Observed, Recount, RecountPolicy, recount};
+use load_soothe::{Observed, Recount, RecountPolicy, recount};
 use proptest::prelude::*;
 
 /// Velero `vgdp_counter.go`, transcribed from spec L3.12: only informer

@@ -9,7 +9,7 @@
 //!   fragment is recomputed from the owning DataUpload or DataDownload when
 //!   its volume is in the input (so requirements are attributed to their
 //!   origin), else read from the pod's own spec;
-//! - for every pod, kube-scheduler's filters (`anti-affinity-placement`):
+//! - for every pod, kube-scheduler's filters (`kube-scheduler-sim`):
 //!   node affinity, pod (anti-)affinity, topology spread.
 //!
 //! The first problem of the data-mover diagnosis comes first; kube-scheduler's
@@ -18,10 +18,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{NodeAgentConfig, NodeOs, PodFragment, diagnose as diagnose_fragment};
-use anti_affinity_placement::scheduler::{
-    ClusterState, Options, Plugin, diagnose as diagnose_scheduling,
-};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use kube_scheduler_sim::{ClusterState, Options, Plugin, diagnose as diagnose_scheduling};
 use serde_json::json;
 
 use crate::cli::ObjectRef;

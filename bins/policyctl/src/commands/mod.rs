@@ -18,7 +18,7 @@ mod soothe;
 use std::io::Write;
 
 use crate::Exit;
-use anti_affinity_placement::scheduler::Options;
+use kube_scheduler_sim::Options;
 
 use crate::cli::{Command, ConfigAction, GlobalArgs, HostLabelsAction};
 use crate::manifest::{Inventory, ManifestError};

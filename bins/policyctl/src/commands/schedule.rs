@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use anti_affinity_placement::scheduler::{self, Options, ScheduleResult, schedule};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube_scheduler_sim::{self as scheduler, Options, ScheduleResult, schedule};
 use serde_json::{Value, json};
 
 use crate::cli::ObjectRef;

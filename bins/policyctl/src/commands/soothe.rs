@@ -18,11 +18,11 @@ use std::io::Write;
 use affinity_translate::NodeAgentConfig;
 use jiff::Timestamp;
 use kube_adapters::velero::{GateScope, LoadObject, load};
-use load_soothe::ledger::{DEFAULT_LEDGER_NAME, Ledger};
 use load_soothe::{
     CountCache, Decision, Enablement, ExactView, GateConfig, LedgerSnapshot, Load, LoadId, Mode,
     NotGated, RecountPolicy, decide,
 };
+use load_soothe::{DEFAULT_LEDGER_NAME, Ledger};
 use serde_json::json;
 
 use crate::cli::SootheMode;

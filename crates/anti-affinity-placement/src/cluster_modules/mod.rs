@@ -1,4 +1,4 @@
-//! vSphere cluster modules as CAPV uses them (spec §A.I): one soft
+//! vSphere cluster modules as CAPV uses them (A.1–A.7): one soft
 //! anti-affinity module per KubeadmControlPlane and per MachineDeployment,
 //! gated on vCenter ≥ 7 — and what this crate adds: an audit of which member
 //! VMs share a host, and the vMotions that would spread them.

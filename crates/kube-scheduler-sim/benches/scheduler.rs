@@ -1,0 +1,232 @@
+//! Pod placement benchmarks in the shapes of kube-scheduler's scheduler_perf
+//! (`test/integration/scheduler_perf/affinity/performance-config.yaml`):
+//! the indexed [`ClusterState`] at full size, and the indexed state and the
+//! brute-force reference side by side on a smaller subset (baseline ratio).
+//!
+//! Run: `cargo bench -p kube-scheduler-sim --bench scheduler -- --warm-up-time 1 --measurement-time 3`
+//! Throughput is reported in elements/s = pods placed per second.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use kube_scheduler_sim::{ClusterState, Options};
+
+#[path = "../tests/oracle/mod.rs"]
+mod oracle;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use oracle as reference;
+use serde_json::{Value, json};
+
+fn nodes(n: usize) -> Vec<Node> {
+    (0..n)
+        .map(|i| {
+            serde_json::from_value(json!({"metadata": {"name": format!("node-{i}"), "labels": {
+                "kubernetes.io/hostname": format!("node-{i}"),
+                "topology.kubernetes.io/zone": "zone1",
+                "kubernetes.io/os": "linux",
+            }}}))
+            .unwrap()
+        })
+        .collect()
+}
+
+fn namespaces() -> Vec<Namespace> {
+    ["sched-0", "sched-1"]
+        .iter()
+        .map(|n| serde_json::from_value(json!({"metadata": {"name": n}})).unwrap())
+        .collect()
+}
+
+/// scheduler_perf `pod-with-pod-anti-affinity.yaml`.
+fn anti_affinity_pod(ns: &str, i: usize) -> Pod {
+    pod(
+        ns,
+        i,
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": ["sched-0", "sched-1"]}]}}),
+    )
+}
+
+/// scheduler_perf `pod-with-pod-affinity.yaml`.
+fn affinity_pod(ns: &str, i: usize) -> Pod {
+    pod(
+        ns,
+        i,
+        json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "topology.kubernetes.io/zone",
+        "namespaces": ["sched-0", "sched-1"]}]}}),
+    )
+}
+
+/// scheduler_perf `pod-with-preferred-pod-anti-affinity.yaml`.
+fn preferred_anti_affinity_pod(ns: &str, i: usize) -> Pod {
+    pod(
+        ns,
+        i,
+        json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 1, "podAffinityTerm": {
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": ["sched-0", "sched-1"]}}]}}),
+    )
+}
+
+fn pod(ns: &str, i: usize, affinity: Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{ns}-pod-{i}"), "namespace": ns, "labels": {"color": "green", "name": "test"}},
+        "spec": {"containers": [], "affinity": affinity}
+    }))
+    .unwrap()
+}
+
+/// Place `init` pods of `make` (namespace sched-0) to build the starting state.
+fn initial(
+    n_nodes: usize,
+    init: usize,
+    make: fn(&str, usize) -> Pod,
+) -> (Vec<Node>, Vec<Pod>, ClusterState) {
+    let nodes = nodes(n_nodes);
+    let mut state = ClusterState::new(&nodes, &namespaces(), &[], true);
+    let mut placed = Vec::with_capacity(init);
+    for i in 0..init {
+        let p = make("sched-0", i);
+        let node = state
+            .place(&p, &Options::default())
+            .unwrap()
+            .node
+            .expect("init pod fits");
+        let mut bound = p;
+        bound.spec.as_mut().unwrap().node_name = Some(node);
+        placed.push(bound);
+    }
+    (nodes, placed, state)
+}
+
+fn bench_indexed(
+    c: &mut Criterion,
+    name: &str,
+    n_nodes: usize,
+    init: usize,
+    measured: usize,
+    make: fn(&str, usize) -> Pod,
+) {
+    let (_, _, state) = initial(n_nodes, init, make);
+    let pods: Vec<Pod> = (0..measured).map(|i| make("sched-1", i)).collect();
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .throughput(Throughput::Elements(measured as u64));
+    g.bench_function("indexed", |b| {
+        b.iter_batched(
+            || state.clone(),
+            |mut s| {
+                let r = s.place_batch(&pods, &Options::default()).unwrap();
+                assert!(r.placements.iter().all(|p| p.node.is_some()));
+                black_box(r)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+/// Indexed vs brute force on the same (small) shape.
+fn bench_baseline(
+    c: &mut Criterion,
+    name: &str,
+    n_nodes: usize,
+    init: usize,
+    measured: usize,
+    make: fn(&str, usize) -> Pod,
+) {
+    let (nodes, placed, state) = initial(n_nodes, init, make);
+    let ns = namespaces();
+    let pods: Vec<Pod> = (0..measured).map(|i| make("sched-1", i)).collect();
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .throughput(Throughput::Elements(measured as u64));
+    g.bench_function("indexed", |b| {
+        b.iter_batched(
+            || state.clone(),
+            |mut s| black_box(s.place_batch(&pods, &Options::default()).unwrap()),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("reference", |b| {
+        b.iter_batched(
+            || placed.clone(),
+            |mut existing| {
+                for p in &pods {
+                    let r = reference::evaluate(&nodes, &ns, &existing, p, &Options::default());
+                    let mut bound = p.clone();
+                    bound.spec.as_mut().unwrap().node_name = Some(r.selected.expect("fits"));
+                    existing.push(bound);
+                }
+                black_box(existing)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    bench_indexed(
+        c,
+        "SchedulingPodAntiAffinity/5000Nodes_1000Init_2000Pods",
+        5000,
+        1000,
+        2000,
+        anti_affinity_pod,
+    );
+    bench_indexed(
+        c,
+        "SchedulingPodAffinity/5000Nodes_5000Init_5000Pods",
+        5000,
+        5000,
+        5000,
+        affinity_pod,
+    );
+    bench_indexed(
+        c,
+        "SchedulingPreferredPodAntiAffinity/5000Nodes_5000Init_5000Pods",
+        5000,
+        5000,
+        5000,
+        preferred_anti_affinity_pod,
+    );
+    bench_baseline(
+        c,
+        "Baseline_PodAntiAffinity/500Nodes_100Init_50Pods",
+        500,
+        100,
+        50,
+        anti_affinity_pod,
+    );
+    bench_baseline(
+        c,
+        "Baseline_PodAffinity/500Nodes_100Init_50Pods",
+        500,
+        100,
+        50,
+        affinity_pod,
+    );
+    bench_baseline(
+        c,
+        "Baseline_PreferredPodAntiAffinity/500Nodes_100Init_50Pods",
+        500,
+        100,
+        50,
+        preferred_anti_affinity_pod,
+    );
+}
+
+criterion_group! {
+    name = scheduler;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = benches
+}
+criterion_main!(scheduler);

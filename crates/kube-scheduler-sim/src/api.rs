@@ -1,0 +1,270 @@
+//! Entry points: evaluate one pod, place one pod, place a batch.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use serde::{Deserialize, Serialize};
+
+use crate::profile::{AllNodes, CoreEval, evaluate, normalize_max, normalize_min_max, select};
+use crate::result::{Failure, Options, OptionsError, PluginScores, ScheduleResult, Scores};
+use crate::state::{ClusterState, PodId, StateError};
+
+/// Why an entry point could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// Invalid options.
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    /// The pod to schedule is not in the pod list.
+    #[error("pod {0} not found in the given pods")]
+    UnknownPod(String),
+    /// The cluster state refused a pod.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// The outcome of placing one pod in a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node chosen, or None if the pod stays pending.
+    pub node: Option<String>,
+    /// Why it stays pending, in kube-scheduler's FitError form
+    /// (`0/N nodes are available: 2 node(s) didn't match ...`).
+    pub reason: Option<String>,
+}
+
+/// Placements of a batch, in placement order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchResult {
+    /// One entry per pod, in the order placed.
+    pub placements: Vec<Placement>,
+}
+
+impl ClusterState {
+    /// Filter and score `pod` over the cluster (the pod is evaluated as
+    /// incoming; it must not be one of the placed pods).
+    pub fn evaluate(&self, pod: &Pod, opts: &Options) -> Result<ScheduleResult, ScheduleError> {
+        opts.validate()?;
+        let info = self.compile_pod(pod);
+        let core = evaluate(self, &info, opts);
+        Ok(self.to_result(info.key(), &core))
+    }
+
+    /// Evaluate `pod`, bind it to the selected node and add it to the state.
+    pub fn place(&mut self, pod: &Pod, opts: &Options) -> Result<Placement, ScheduleError> {
+        opts.validate()?;
+        let mut info = self.compile_pod(pod);
+        let key = info.key();
+        let core = evaluate(self, &info, opts);
+        match select(self, &core) {
+            Some(node) => {
+                let name = self.nodes[node as usize].name.clone();
+                info.node_name = Some(name.clone());
+                self.add_pod_info(std::sync::Arc::new(info))?;
+                Ok(Placement {
+                    pod: key,
+                    node: Some(name),
+                    reason: None,
+                })
+            }
+            None => Ok(Placement {
+                pod: key,
+                node: None,
+                reason: Some(self.fit_error(&core)),
+            }),
+        }
+    }
+
+    /// Place `pods` one after another, each placement updating the state
+    /// (a ReplicaSet scale-up). Pods that do not fit stay pending.
+    pub fn place_batch(
+        &mut self,
+        pods: &[Pod],
+        opts: &Options,
+    ) -> Result<BatchResult, ScheduleError> {
+        let mut placements = Vec::with_capacity(pods.len());
+        for p in pods {
+            placements.push(self.place(p, opts)?);
+        }
+        Ok(BatchResult { placements })
+    }
+
+    /// kube-scheduler's FitError text for an evaluation without a node.
+    fn fit_error(&self, core: &CoreEval) -> String {
+        let n = self.nodes.len();
+        if let Some(e) = core.error.as_ref().or(core.score_error.as_ref()) {
+            return e.clone();
+        }
+        match &core.all_nodes {
+            Some(AllNodes::Reason(r)) => format!("0/{n} nodes are available: {}.", r.message()),
+            Some(AllNodes::Message(m)) => format!("0/{n} nodes are available: {m}."),
+            None => {
+                let mut hist: BTreeMap<&str, usize> = BTreeMap::new();
+                for r in core.reasons.iter().flatten() {
+                    *hist.entry(r.message()).or_default() += 1;
+                }
+                let mut parts: Vec<String> = hist.iter().map(|(m, c)| format!("{c} {m}")).collect();
+                parts.sort();
+                format!("0/{n} nodes are available: {}.", parts.join(", "))
+            }
+        }
+    }
+
+    fn to_result(&self, pod: String, core: &CoreEval) -> ScheduleResult {
+        let mut res = ScheduleResult {
+            pod,
+            ..Default::default()
+        };
+        if let Some(e) = &core.error {
+            res.error = Some(e.clone());
+            return res;
+        }
+        if let Some(all) = &core.all_nodes {
+            let failure = match all {
+                AllNodes::Reason(r) => r.failure(),
+                AllNodes::Message(m) => Failure {
+                    plugin: crate::result::Plugin::InterPodAffinity,
+                    code: crate::result::Code::UnschedulableAndUnresolvable,
+                    message: m.clone(),
+                },
+            };
+            for node in &self.nodes {
+                res.unschedulable.insert(node.name.clone(), failure.clone());
+            }
+            return res;
+        }
+        for (i, r) in core.reasons.iter().enumerate() {
+            let name = self.nodes[i].name.clone();
+            match r {
+                None => res.feasible.push(name),
+                Some(r) => {
+                    res.unschedulable.insert(name, r.failure());
+                }
+            }
+        }
+        res.feasible.sort();
+        res.error = core.score_error.clone();
+        let names: Vec<&str> = core
+            .scored
+            .iter()
+            .map(|i| self.nodes[*i as usize].name.as_str())
+            .collect();
+        let fill = |raw: Option<&Vec<i64>>, norm: fn(&[i64]) -> Vec<i64>| -> PluginScores {
+            match raw {
+                None => PluginScores {
+                    skipped: true,
+                    ..Default::default()
+                },
+                Some(raw) => PluginScores {
+                    raw: names
+                        .iter()
+                        .map(|n| n.to_string())
+                        .zip(raw.iter().copied())
+                        .collect(),
+                    normalized: names.iter().map(|n| n.to_string()).zip(norm(raw)).collect(),
+                    skipped: false,
+                },
+            }
+        };
+        if core.score_error.is_none() && !core.scored.is_empty() {
+            let node_affinity = fill(core.node_affinity.as_ref(), normalize_max);
+            let inter_pod_affinity = fill(core.inter_pod.as_ref(), normalize_min_max);
+            let total = names
+                .iter()
+                .map(|n| {
+                    let na = node_affinity.normalized.get(*n).copied().unwrap_or(0);
+                    let ip = inter_pod_affinity.normalized.get(*n).copied().unwrap_or(0);
+                    (n.to_string(), 2 * na + 2 * ip)
+                })
+                .collect();
+            res.scores = Scores {
+                node_affinity,
+                inter_pod_affinity,
+                total,
+            };
+        } else {
+            res.scores.node_affinity.skipped = true;
+            res.scores.inter_pod_affinity.skipped = true;
+        }
+        res.selected = select(self, core).map(|i| self.nodes[i as usize].name.clone());
+        res
+    }
+}
+
+/// Evaluate the pod `namespace/name` (pending or bound; a bound pod is
+/// evaluated as if it were not yet placed) against the other pods.
+///
+/// This is the entry point of `policyctl schedule --pod ns/name`.
+pub fn schedule(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    namespace: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<ScheduleResult, ScheduleError> {
+    opts.validate()?;
+    let is_target = |p: &Pod| {
+        p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+            && p.metadata.name.as_deref() == Some(name)
+    };
+    let target = pods
+        .iter()
+        .find(|p| is_target(p))
+        .ok_or_else(|| ScheduleError::UnknownPod(format!("{namespace}/{name}")))?;
+    let others: Vec<Pod> = pods.iter().filter(|p| !is_target(p)).cloned().collect();
+    let state = ClusterState::new(nodes, namespaces, &others, opts.merge_match_label_keys);
+    let mut incoming = target.clone();
+    if let Some(spec) = incoming.spec.as_mut() {
+        spec.node_name = None;
+    }
+    state.evaluate(&incoming, opts)
+}
+
+/// Place every pending pod (no `spec.nodeName`) in order of creation time,
+/// then namespace and name (pods without a creation time first), each
+/// placement updating the state. Entry point of `policyctl schedule --all`.
+pub fn schedule_all(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    opts: &Options,
+) -> Result<BatchResult, ScheduleError> {
+    opts.validate()?;
+    let mut state = ClusterState::new(nodes, namespaces, pods, opts.merge_match_label_keys);
+    let mut pending: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_none_or(str::is_empty)
+        })
+        .collect();
+    pending.sort_by_key(|p| {
+        (
+            p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            p.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            p.metadata.name.clone(),
+        )
+    });
+    let pending: Vec<Pod> = pending.into_iter().cloned().collect();
+    state.place_batch(&pending, opts)
+}
+
+impl ClusterState {
+    /// Remove a placed pod by namespace and name (RemovePod).
+    pub fn remove_pod_named(&mut self, namespace: &str, name: &str) -> Option<PodId> {
+        let id = self.find_pod(namespace, name)?;
+        self.remove_pod(id);
+        Some(id)
+    }
+}

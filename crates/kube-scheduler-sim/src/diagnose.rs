@@ -1,0 +1,230 @@
+//! "Why not this node?": the first failing requirement in plain words.
+//!
+//! Runs the same checks in the same order as the evaluator (NodeAffinity,
+//! PodTopologySpread, InterPodAffinity), then walks the placed pods to name
+//! the pod and domain responsible. Meant for a `diagnose` command; not fast.
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::{Deserialize, Serialize};
+
+use crate::plugins::pod_topology_spread::spread_prefilter;
+use crate::profile::{AllNodes, evaluate};
+use crate::result::{Options, Plugin};
+use crate::state::ClusterState;
+
+/// The verdict on one node with an explanation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnosis {
+    /// `namespace/name` of the pod.
+    pub pod: String,
+    /// The node examined.
+    pub node: String,
+    /// Whether the pod passes every filter on this node.
+    pub fits: bool,
+    /// The first failing plugin.
+    pub plugin: Option<Plugin>,
+    /// kube-scheduler's message.
+    pub message: Option<String>,
+    /// The first failing requirement in plain words.
+    pub explanation: String,
+}
+
+/// Explain why `pod` does (not) fit `node_name`. `None` if the node is unknown.
+pub fn diagnose(
+    state: &ClusterState,
+    pod: &Pod,
+    node_name: &str,
+    opts: &Options,
+) -> Option<Diagnosis> {
+    let node = state.node_index(node_name)?;
+    let mut info = state.compile_pod(pod);
+    let key = info.key();
+    let core = evaluate(state, &info, opts);
+    let mut d = Diagnosis {
+        pod: key,
+        node: node_name.to_owned(),
+        fits: false,
+        plugin: None,
+        message: None,
+        explanation: String::new(),
+    };
+    if let Some(e) = &core.error {
+        d.explanation = format!("the pod cannot be scheduled at all: {e}");
+        return Some(d);
+    }
+    match &core.all_nodes {
+        Some(AllNodes::Reason(r)) => {
+            d.plugin = Some(r.plugin());
+            d.message = Some(r.message().to_owned());
+            d.explanation = "every required node affinity term pins metadata.name, and no node name satisfies all pins of any term".to_owned();
+            return Some(d);
+        }
+        Some(AllNodes::Message(m)) => {
+            d.plugin = Some(Plugin::InterPodAffinity);
+            d.message = Some(m.clone());
+            d.explanation = format!("the pod's own pod (anti-)affinity cannot be parsed: {m}");
+            return Some(d);
+        }
+        None => {}
+    }
+    let Some(reason) = core.reasons[node as usize] else {
+        d.fits = true;
+        d.explanation =
+            "the pod passes NodeAffinity, PodTopologySpread and InterPodAffinity on this node"
+                .to_owned();
+        return Some(d);
+    };
+    d.plugin = Some(reason.plugin());
+    d.message = Some(reason.message().to_owned());
+    info.resolve_namespaces(&state.namespaces);
+    let entry = &state.nodes[node as usize];
+    let labels = &entry.labels;
+    let empty = Default::default();
+    let pod_name = |p: &crate::pod_info::PodInfo| p.key();
+    d.explanation = match reason.plugin() {
+        Plugin::NodeAffinity => explain_node_affinity(pod, labels),
+        Plugin::PodTopologySpread => {
+            let constraints = info.spread.as_deref().unwrap_or_default();
+            let keys: Vec<&str> = constraints
+                .iter()
+                .map(|c| c.topology_key.as_str())
+                .collect();
+            spread_prefilter(state, &info, constraints)
+                .explain(state, node, &keys)
+                .unwrap_or_else(|| {
+                    "a DoNotSchedule topology spread constraint is not satisfied".to_owned()
+                })
+        }
+        Plugin::InterPodAffinity => {
+            use crate::result::Reason;
+            match reason {
+                Reason::AffinityRules => {
+                    match info
+                        .required_affinity
+                        .iter()
+                        .enumerate()
+                        .find(|(_, t)| !labels.contains_key(&t.topology_key))
+                    {
+                        Some((i, t)) => format!(
+                            "the node has no label {:?}, the topologyKey of required pod affinity term {i}; required affinity needs every topologyKey on the node",
+                            t.topology_key
+                        ),
+                        None => {
+                            let domains: Vec<String> = info
+                                .required_affinity
+                                .iter()
+                                .map(|t| {
+                                    format!(
+                                        "{}={}",
+                                        t.topology_key,
+                                        labels.get(&t.topology_key).map_or("", String::as_str)
+                                    )
+                                })
+                                .collect();
+                            format!(
+                                "no running pod that matches all required pod affinity terms is in this node's domain ({}); the first-pod exception does not apply because such pods run elsewhere or the pod does not match its own terms",
+                                domains.join(", ")
+                            )
+                        }
+                    }
+                }
+                Reason::AntiAffinityRules => {
+                    let mut found = None;
+                    'outer: for (i, t) in info.required_anti_affinity.iter().enumerate() {
+                        let Some(v) = labels.get(&t.topology_key) else {
+                            continue;
+                        };
+                        for (p, n) in state.placed() {
+                            let other = &state.nodes[n as usize];
+                            if other.labels.get(&t.topology_key) == Some(v)
+                                && t.matches(&p.namespace, &p.labels, &empty)
+                            {
+                                found = Some(format!(
+                                    "pod {} on node {} matches required anti-affinity term {i} and shares the domain {}={v}",
+                                    pod_name(p),
+                                    other.name,
+                                    t.topology_key
+                                ));
+                                break 'outer;
+                            }
+                        }
+                    }
+                    found.unwrap_or_else(|| {
+                        "a pod matching a required anti-affinity term shares this node's domain"
+                            .to_owned()
+                    })
+                }
+                _ => {
+                    let ns_labels = state.namespace_labels(&info.namespace);
+                    let mut found = None;
+                    'outer2: for (p, n) in state.placed() {
+                        let other = &state.nodes[n as usize];
+                        for (i, t) in p.required_anti_affinity.iter().enumerate() {
+                            let Some(v) = other.labels.get(&t.topology_key) else {
+                                continue;
+                            };
+                            if labels.get(&t.topology_key) == Some(v)
+                                && t.matches(&info.namespace, &info.labels, ns_labels)
+                            {
+                                found = Some(format!(
+                                    "running pod {} on node {} has required anti-affinity term {i} that matches this pod, and this node shares its domain {}={v}",
+                                    pod_name(p),
+                                    other.name,
+                                    t.topology_key
+                                ));
+                                break 'outer2;
+                            }
+                        }
+                    }
+                    found.unwrap_or_else(|| "a running pod's required anti-affinity matches this pod in this node's domain".to_owned())
+                }
+            }
+        }
+    };
+    Some(d)
+}
+
+fn explain_node_affinity(pod: &Pod, labels: &std::collections::BTreeMap<String, String>) -> String {
+    let spec = pod.spec.as_ref();
+    for (k, v) in spec
+        .and_then(|s| s.node_selector.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        match labels.get(k) {
+            None => {
+                return format!("nodeSelector requires {k}={v}, but the node has no label {k:?}");
+            }
+            Some(actual) if actual != v => {
+                return format!("nodeSelector requires {k}={v}, but the node has {k}={actual}");
+            }
+            _ => {}
+        }
+    }
+    let terms = spec
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map_or(0, |t| t.node_selector_terms.len());
+    if terms == 0 {
+        "requiredDuringSchedulingIgnoredDuringExecution has no nodeSelectorTerms, which matches no node".to_owned()
+    } else {
+        format!(
+            "none of the {terms} required node affinity term(s) matches the node's labels {labels:?} (empty or unparsable terms never match)"
+        )
+    }
+}
+
+/// [`diagnose`] for every node, in node-name order.
+pub fn diagnose_all(state: &ClusterState, pod: &Pod, opts: &Options) -> Vec<Diagnosis> {
+    let mut names: Vec<&str> = state.node_names().collect();
+    names.sort_unstable();
+    names
+        .into_iter()
+        .filter_map(|n| diagnose(state, pod, n, opts))
+        .collect()
+}

@@ -1,0 +1,62 @@
+//! kube-scheduler's decisions, offline and exact (spec §C).
+//!
+//! Give it a snapshot of a cluster (Nodes, Namespaces, Pods) and a pod: it
+//! runs kube-scheduler's plugins in kube-scheduler's order, says which nodes
+//! pass, why the others do not (kube-scheduler's own reason strings), how
+//! each plugin scores the feasible nodes, and which node it picks. It can
+//! place whole batches incrementally and explain any verdict node by node.
+//!
+//! Plugins, one module each under [`plugins`]:
+//! - filters — NodeAffinity (nodeSelector and required node affinity,
+//!   C.1–C.4, C.6), PodTopologySpread `DoNotSchedule` (C.23) and
+//!   InterPodAffinity (C.7–C.17); the first failure per node is reported;
+//! - scores — NodeAffinity (C.5) and InterPodAffinity (C.18–C.20), raw and
+//!   normalised.
+//!
+//! Entry points:
+//! - [`ClusterState`]: nodes, namespaces and placed pods with indexes,
+//!   incremental [`ClusterState::add_pod`] / [`ClusterState::remove_pod`],
+//!   [`ClusterState::evaluate`], [`ClusterState::place`] and
+//!   [`ClusterState::place_batch`].
+//! - [`schedule`] / [`schedule_all`]: one-call entry points over plain
+//!   Kubernetes objects (for `policyctl schedule`).
+//! - [`diagnose`]: why a pod does not fit one node, in plain words.
+//!
+//! Shared Kubernetes rules have their one home here and are public for other
+//! crates: [`node_selector`] (node selector terms and requirements) and
+//! [`taints`] (tolerations).
+//!
+//! Node selection is deterministic (spec 0.3, C.22): the feasible node with
+//! the highest `2 × NodeAffinity + 2 × InterPodAffinity` normalised score
+//! (default profile weights, C.21), ties broken by the smallest node name.
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod admission;
+mod api;
+mod diagnose;
+mod fast_hash;
+pub mod node_selector;
+mod pair_counts;
+pub mod plugins;
+mod pod_info;
+mod profile;
+mod result;
+mod selector;
+mod state;
+pub mod taints;
+
+pub use admission::apply_match_label_keys;
+pub use api::{BatchResult, Placement, ScheduleError, schedule, schedule_all};
+pub use diagnose::{Diagnosis, diagnose, diagnose_all};
+pub use pod_info::PodInfo;
+pub use result::{
+    Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, ScheduleResult, Scores,
+};
+pub use selector::PodSelector;
+pub use state::{ClusterState, PodId, StateError};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

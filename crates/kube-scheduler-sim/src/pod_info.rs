@@ -1,0 +1,310 @@
+//! A pod compiled once for placement: its selectors parsed and validated,
+//! its terms' namespaces resolved (spec C.7, C.16, C.23).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm};
+
+use kube_validation::ParseError;
+
+use crate::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
+use crate::selector::PodSelector;
+
+/// Which namespaces a term looks at (C.7): a name set, or namespaces whose
+/// labels match a selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NamespaceScope {
+    pub(crate) names: BTreeSet<String>,
+    pub(crate) selector: PodSelector,
+}
+
+impl NamespaceScope {
+    pub(crate) fn matches(
+        &self,
+        namespace: &str,
+        namespace_labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.names.contains(namespace) || self.selector.matches(namespace_labels)
+    }
+
+    /// C.8, `mergeAffinityTermNamespacesIfNotEmpty`: for the incoming pod's
+    /// own terms a non-empty namespaceSelector is resolved once against the
+    /// namespace inventory; `{}` stays "all namespaces".
+    pub(crate) fn resolve(&mut self, namespaces: &BTreeMap<String, BTreeMap<String, String>>) {
+        if let PodSelector::Matching(_) = &self.selector
+            && !self.selector.is_everything()
+        {
+            for (name, labels) in namespaces {
+                if self.selector.matches(labels) {
+                    self.names.insert(name.clone());
+                }
+            }
+            self.selector = PodSelector::Nothing;
+        }
+    }
+}
+
+/// A parsed pod (anti-)affinity term (`framework.AffinityTerm`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AffinityTerm {
+    pub(crate) scope: NamespaceScope,
+    pub(crate) selector: PodSelector,
+    pub(crate) topology_key: String,
+}
+
+impl AffinityTerm {
+    /// `AffinityTerm.Matches`: namespace in scope, then labels.
+    pub(crate) fn matches(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+        namespace_labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.scope.matches(namespace, namespace_labels) && self.selector.matches(labels)
+    }
+
+    /// `newAffinityTerm`: label selector, then namespace selector.
+    fn compile(owner_namespace: &str, term: &PodAffinityTerm) -> Result<Self, ParseError> {
+        let selector = PodSelector::compile(term.label_selector.as_ref())?;
+        let ns_selector = PodSelector::compile(term.namespace_selector.as_ref())?;
+        let mut names: BTreeSet<String> = term.namespaces.iter().flatten().cloned().collect();
+        if names.is_empty() && term.namespace_selector.is_none() {
+            names.insert(owner_namespace.to_owned());
+        }
+        Ok(Self {
+            scope: NamespaceScope {
+                names,
+                selector: ns_selector,
+            },
+            selector,
+            topology_key: term.topology_key.clone(),
+        })
+    }
+}
+
+/// A preferred term with its weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WeightedTerm {
+    pub(crate) weight: i64,
+    pub(crate) term: AffinityTerm,
+}
+
+/// A `DoNotSchedule` topology spread constraint (C.23).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SpreadConstraint {
+    pub(crate) max_skew: i64,
+    pub(crate) topology_key: String,
+    pub(crate) selector: PodSelector,
+    pub(crate) min_domains: i64,
+    pub(crate) honor_node_affinity: bool,
+    pub(crate) honor_node_taints: bool,
+}
+
+/// A pod ready for evaluation.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) node_name: Option<String>,
+    pub(crate) terminating: bool,
+    pub(crate) required_node: RequiredNodeAffinity,
+    /// Preferred node affinity terms; `None` when the pod has no preferred
+    /// list at all (NodeAffinity PreScore then skips, C.5).
+    pub(crate) preferred_node: Option<Result<Vec<(i64, NodeTerm)>, ParseError>>,
+    pub(crate) required_affinity: Vec<AffinityTerm>,
+    pub(crate) required_anti_affinity: Vec<AffinityTerm>,
+    pub(crate) preferred_affinity: Vec<WeightedTerm>,
+    pub(crate) preferred_anti_affinity: Vec<WeightedTerm>,
+    /// Whether the pod declares any preferred pod (anti-)affinity term (C.20).
+    pub(crate) has_preferred_pod_terms: bool,
+    /// C.16: `parsing pod: ...` when any (anti-)affinity term is unparsable.
+    pub(crate) affinity_error: Option<String>,
+    pub(crate) spread: Result<Vec<SpreadConstraint>, ParseError>,
+    pub(crate) tolerations: Vec<Toleration>,
+}
+
+impl PodInfo {
+    /// Compile a pod. The matchLabelKeys merge (C.9) must already have been
+    /// applied (see [`crate::apply_match_label_keys`]).
+    ///
+    /// kube-scheduler's `PodInfo.Update` drops a whole term list when one of
+    /// its terms is unparsable (derived from `getAffinityTerms`); the same is
+    /// done here, and the error is kept so an *incoming* pod fails (C.16).
+    pub fn new(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        let namespace = meta
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
+        let spec = pod.spec.as_ref();
+        let affinity = spec.and_then(|s| s.affinity.as_ref());
+        let node_aff = affinity.and_then(|a| a.node_affinity.as_ref());
+        let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
+        let paa = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
+        let mut errors = Vec::new();
+        let mut required =
+            |terms: Option<&Vec<PodAffinityTerm>>, what: &str| -> Vec<AffinityTerm> {
+                let r: Result<Vec<_>, _> = terms
+                    .into_iter()
+                    .flatten()
+                    .map(|t| AffinityTerm::compile(&namespace, t))
+                    .collect();
+                r.unwrap_or_else(|e| {
+                    errors.push(format!("{what}: {e}"));
+                    Vec::new()
+                })
+            };
+        let required_affinity = required(
+            pa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
+            "requiredAffinityTerms",
+        );
+        let required_anti_affinity = required(
+            paa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
+            "requiredAntiAffinityTerms",
+        );
+        let mut weighted =
+            |terms: Option<&Vec<WeightedPodAffinityTerm>>, what: &str| -> Vec<WeightedTerm> {
+                let r: Result<Vec<_>, _> = terms
+                    .into_iter()
+                    .flatten()
+                    .map(|t| {
+                        AffinityTerm::compile(&namespace, &t.pod_affinity_term).map(|term| {
+                            WeightedTerm {
+                                weight: i64::from(t.weight),
+                                term,
+                            }
+                        })
+                    })
+                    .collect();
+                r.unwrap_or_else(|e| {
+                    errors.push(format!("{what}: {e}"));
+                    Vec::new()
+                })
+            };
+        let pref_aff_raw = pa.and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+        let pref_anti_raw = paa.and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+        let has_preferred_pod_terms = pref_aff_raw.is_some_and(|v| !v.is_empty())
+            || pref_anti_raw.is_some_and(|v| !v.is_empty());
+        let preferred_affinity = weighted(pref_aff_raw, "preferredAffinityTerms");
+        let preferred_anti_affinity = weighted(pref_anti_raw, "preferredAntiAffinityTerms");
+        let affinity_error = match errors.len() {
+            0 => None,
+            1 => Some(format!("parsing pod: {}", errors[0])),
+            _ => Some(format!("parsing pod: [{}]", errors.join(", "))),
+        };
+        let labels = meta.labels.clone().unwrap_or_default();
+        let spread = compile_spread(pod, &labels);
+        Self {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace,
+            node_name: spec
+                .and_then(|s| s.node_name.clone())
+                .filter(|n| !n.is_empty()),
+            terminating: meta.deletion_timestamp.is_some(),
+            required_node: RequiredNodeAffinity::new(
+                spec.and_then(|s| s.node_selector.as_ref()),
+                node_aff.and_then(|n| {
+                    n.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+            ),
+            preferred_node: node_aff
+                .and_then(|n| {
+                    n.preferred_during_scheduling_ignored_during_execution
+                        .as_deref()
+                })
+                .map(parse_preferred),
+            labels,
+            required_affinity,
+            required_anti_affinity,
+            preferred_affinity,
+            preferred_anti_affinity,
+            has_preferred_pod_terms,
+            affinity_error,
+            spread,
+            tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The incoming pod's own terms with namespaceSelectors resolved (C.8).
+    pub(crate) fn resolve_namespaces(
+        &mut self,
+        namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    ) {
+        for t in self
+            .required_affinity
+            .iter_mut()
+            .chain(self.required_anti_affinity.iter_mut())
+        {
+            t.scope.resolve(namespaces);
+        }
+        for t in self
+            .preferred_affinity
+            .iter_mut()
+            .chain(self.preferred_anti_affinity.iter_mut())
+        {
+            t.term.scope.resolve(namespaces);
+        }
+    }
+}
+
+/// `filterTopologySpreadConstraints` for `DoNotSchedule`, with matchLabelKeys
+/// merged as `key In [own value]` (C.23).
+fn compile_spread(
+    pod: &Pod,
+    labels: &BTreeMap<String, String>,
+) -> Result<Vec<SpreadConstraint>, ParseError> {
+    let mut out = Vec::new();
+    let constraints = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.topology_spread_constraints.as_deref())
+        .unwrap_or_default();
+    for c in constraints {
+        if c.when_unsatisfiable != "DoNotSchedule" {
+            continue;
+        }
+        let mut selector = PodSelector::compile(c.label_selector.as_ref())?;
+        for key in c.match_label_keys.iter().flatten() {
+            if let Some(v) = labels.get(key) {
+                selector.and_equal(key, v);
+            }
+        }
+        out.push(SpreadConstraint {
+            max_skew: i64::from(c.max_skew),
+            topology_key: c.topology_key.clone(),
+            selector,
+            min_domains: i64::from(c.min_domains.unwrap_or(1)),
+            honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
+            honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+        });
+    }
+    Ok(out)
+}
+
+/// `FindMatchingUntoleratedTaint` restricted to `NoSchedule`/`NoExecute`
+/// (used by `nodeTaintsPolicy: Honor`, C.23).
+pub(crate) fn has_untolerated_taint(
+    taints: &[k8s_openapi::api::core::v1::Taint],
+    tolerations: &[Toleration],
+) -> bool {
+    crate::taints::first_untolerated(taints, tolerations).is_some()
+}

@@ -1,0 +1,102 @@
+//! Pod and namespace label selectors as kube-scheduler holds them: parsed
+//! once with apimachinery's `LabelSelectorAsSelector`
+//! ([`kube_validation::label_selector_as_selector`], which also words the
+//! errors), then matched with kube-core. A **null** selector matches
+//! nothing, an **empty** one everything (spec 0.4).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::core::{Expression, Selector, SelectorExt};
+use kube_validation::{ParseError, label_selector_as_selector};
+
+/// A parsed pod or namespace label selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodSelector {
+    /// A null selector: matches nothing (`labels.Nothing()`).
+    Nothing,
+    /// A parsed selector; no expressions means "everything".
+    Matching(Selector),
+}
+
+impl PodSelector {
+    /// Parse `selector` (`None` = null = nothing) with apimachinery's rules
+    /// and messages.
+    pub fn compile(selector: Option<&LabelSelector>) -> Result<Self, ParseError> {
+        match selector {
+            None => Ok(Self::Nothing),
+            Some(selector) => label_selector_as_selector(selector).map(Self::Matching),
+        }
+    }
+
+    /// An "everything" selector (`{}`).
+    pub fn everything() -> Self {
+        Self::Matching(Selector::default())
+    }
+
+    /// Whether `labels` satisfy the selector.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        match self {
+            Self::Nothing => false,
+            Self::Matching(s) => s.matches(labels),
+        }
+    }
+
+    /// apimachinery's `Selector.Empty()`: true only for the empty selector
+    /// `{}` (which matches everything), false for null.
+    pub fn is_everything(&self) -> bool {
+        matches!(self, Self::Matching(s) if s.selects_all())
+    }
+
+    /// Add `key In [value]` (the matchLabelKeys merge of topology spread).
+    pub(crate) fn and_equal(&mut self, key: &str, value: &str) {
+        if let Self::Matching(s) = self {
+            s.extend(Expression::In(
+                key.to_owned(),
+                std::iter::once(value.to_owned()).collect(),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    fn expr(key: &str, op: &str, values: &[&str]) -> LabelSelector {
+        LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: key.into(),
+                operator: op.into(),
+                values: Some(values.iter().map(|v| v.to_string()).collect()),
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn null_matches_nothing_and_empty_matches_everything() {
+        let labels = BTreeMap::from([("a".to_owned(), "b".to_owned())]);
+        assert!(!PodSelector::compile(None).unwrap().matches(&labels));
+        let empty = PodSelector::compile(Some(&LabelSelector::default())).unwrap();
+        assert!(empty.matches(&labels));
+        assert!(empty.is_everything());
+    }
+
+    #[test]
+    fn not_in_matches_absent_key() {
+        let s = PodSelector::compile(Some(&expr("a", "NotIn", &["x"]))).unwrap();
+        assert!(s.matches(&BTreeMap::new()));
+        assert!(!s.matches(&BTreeMap::from([("a".into(), "x".into())])));
+    }
+
+    #[test]
+    fn unparsable_selectors_report_apimachinery_errors() {
+        let err = PodSelector::compile(Some(&expr("a", "In", &[]))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty"
+        );
+    }
+}

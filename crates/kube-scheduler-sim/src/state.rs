@@ -1,0 +1,541 @@
+//! Incremental, indexed cluster state: nodes, namespaces and placed pods.
+//!
+//! Indexes (spec F.5, C.17):
+//! - every node label is a *topology pair*: key and value are interned, so a
+//!   node's domain for a key is an array lookup;
+//! - placed pods are grouped into *classes* of equal (namespace, labels,
+//!   terminating); a class keeps its pod count per node and per topology
+//!   domain, so a term is matched once per class, not once per pod;
+//! - placed pods' (anti-)affinity terms are grouped by identical term; a
+//!   group keeps its pod count per domain of its topology key (symmetry C.14
+//!   and scoring C.18 then cost one match per distinct term).
+//!
+//! [`ClusterState::add_pod`] / [`ClusterState::remove_pod`] update every
+//! index by ±1 and delete entries that reach zero (C.17).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
+
+use crate::admission::apply_match_label_keys;
+use crate::fast_hash::IdMap;
+use crate::pod_info::{AffinityTerm, NamespaceScope, PodInfo};
+use crate::selector::PodSelector;
+
+/// Marker for "node lacks this key".
+pub(crate) const NO_DOMAIN: u32 = u32::MAX;
+
+/// Identifies a placed pod in a [`ClusterState`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PodId(pub(crate) u32);
+
+/// Why a pod cannot be added.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The pod has no `spec.nodeName`.
+    #[error("pod {pod} has no spec.nodeName; only bound pods can be added")]
+    NotBound {
+        /// `namespace/name`.
+        pod: String,
+    },
+    /// The pod is bound to a node the state does not know.
+    #[error("pod {pod} is bound to node {node:?}, which is not in the cluster state")]
+    UnknownNode {
+        /// `namespace/name`.
+        pod: String,
+        /// The node name.
+        node: String,
+    },
+    /// A pod with the same namespace and name is already placed.
+    #[error("pod {pod} is already placed")]
+    Duplicate {
+        /// `namespace/name`.
+        pod: String,
+    },
+    /// A node with the same name already exists.
+    #[error("node {0:?} is already in the cluster state")]
+    DuplicateNode(String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct NodeEntry {
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) taints: Vec<Taint>,
+    /// (key id, domain id) of every label.
+    pub(crate) pairs: Vec<(u32, u32)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KeyIndex {
+    pub(crate) values: HashMap<String, u32>,
+    pub(crate) value_names: Vec<String>,
+    /// Domain of every node (NO_DOMAIN when the node lacks the key).
+    pub(crate) node_domain: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PodClass {
+    pub(crate) namespace: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) terminating: bool,
+    pub(crate) pods: u32,
+    pub(crate) node_counts: IdMap<u32, u32>,
+    /// key id → domain id → pods.
+    pub(crate) key_domains: IdMap<u32, IdMap<u32, u32>>,
+}
+
+/// The four kinds of placed pods' terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(clippy::enum_variant_names)]
+pub(crate) enum TermKind {
+    RequiredAffinity = 0,
+    RequiredAntiAffinity = 1,
+    PreferredAffinity = 2,
+    PreferredAntiAffinity = 3,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TermGroup {
+    pub(crate) weight: i64,
+    pub(crate) term: AffinityTerm,
+    /// Pods carrying the term, per domain of `term.topology_key`.
+    pub(crate) domains: IdMap<u32, u32>,
+    pub(crate) pods: u32,
+}
+
+#[derive(Debug, Clone)]
+struct PlacedPod {
+    info: Arc<PodInfo>,
+    node: u32,
+    class: u32,
+    groups: Vec<u32>,
+}
+
+/// Nodes, namespaces and placed pods, with the indexes that make placement
+/// fast. Cloning is cheap enough for what-if evaluations.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    pub(crate) nodes: Vec<NodeEntry>,
+    node_by_name: HashMap<String, u32>,
+    pub(crate) keys: HashMap<String, u32>,
+    pub(crate) topo: Vec<KeyIndex>,
+    pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    pods: Vec<Option<PlacedPod>>,
+    free: Vec<u32>,
+    pod_by_name: HashMap<(String, String), u32>,
+    pub(crate) classes: Vec<PodClass>,
+    class_by_key: HashMap<(String, BTreeMap<String, String>, bool), u32>,
+    pub(crate) classes_by_namespace: HashMap<String, Vec<u32>>,
+    pub(crate) groups: [Vec<TermGroup>; 4],
+    group_by_key: HashMap<(TermKind, i64, String), u32>,
+    merge_match_label_keys: bool,
+}
+
+static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+impl ClusterState {
+    /// Build from a snapshot. Pods without `spec.nodeName` or bound to an
+    /// unknown node are ignored (spec 0.1); duplicate nodes keep the first.
+    /// `merge_match_label_keys` applies the C.9 merge to every pod added.
+    pub fn new(
+        nodes: &[Node],
+        namespaces: &[Namespace],
+        pods: &[Pod],
+        merge_match_label_keys: bool,
+    ) -> Self {
+        let mut state = ClusterState {
+            merge_match_label_keys,
+            ..Default::default()
+        };
+        for n in nodes {
+            // A duplicate node name is ignored (first wins), like a map keyed by name.
+            let _ = state.add_node(n);
+        }
+        for ns in namespaces {
+            state.upsert_namespace(ns);
+        }
+        for p in pods {
+            // Pending pods and pods on unknown nodes are not part of the snapshot (0.1).
+            let _ = state.add_pod(p);
+        }
+        state
+    }
+
+    /// Add a node. Its labels become topology pairs.
+    pub fn add_node(&mut self, node: &Node) -> Result<(), StateError> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        if self.node_by_name.contains_key(&name) {
+            return Err(StateError::DuplicateNode(name));
+        }
+        let idx = self.nodes.len() as u32;
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        for k in &mut self.topo {
+            k.node_domain.push(NO_DOMAIN);
+        }
+        let mut pairs = Vec::with_capacity(labels.len());
+        for (k, v) in &labels {
+            let key_id = match self.keys.get(k) {
+                Some(id) => *id,
+                None => {
+                    let id = self.topo.len() as u32;
+                    self.keys.insert(k.clone(), id);
+                    self.topo.push(KeyIndex {
+                        node_domain: vec![NO_DOMAIN; idx as usize + 1],
+                        ..Default::default()
+                    });
+                    id
+                }
+            };
+            let ki = &mut self.topo[key_id as usize];
+            let dom = match ki.values.get(v) {
+                Some(d) => *d,
+                None => {
+                    let d = ki.value_names.len() as u32;
+                    ki.values.insert(v.clone(), d);
+                    ki.value_names.push(v.clone());
+                    d
+                }
+            };
+            ki.node_domain[idx as usize] = dom;
+            pairs.push((key_id, dom));
+        }
+        self.node_by_name.insert(name.clone(), idx);
+        self.nodes.push(NodeEntry {
+            name,
+            labels,
+            taints: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default(),
+            pairs,
+        });
+        Ok(())
+    }
+
+    /// Add or replace a namespace (its labels feed namespaceSelectors).
+    pub fn upsert_namespace(&mut self, ns: &Namespace) {
+        self.namespaces.insert(
+            ns.metadata.name.clone().unwrap_or_default(),
+            ns.metadata.labels.clone().unwrap_or_default(),
+        );
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of placed pods.
+    pub fn pod_count(&self) -> usize {
+        self.pod_by_name.len()
+    }
+
+    /// Node names in insertion order.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.nodes.iter().map(|n| n.name.as_str())
+    }
+
+    pub(crate) fn node_index(&self, name: &str) -> Option<u32> {
+        self.node_by_name.get(name).copied()
+    }
+
+    pub(crate) fn key_id(&self, key: &str) -> Option<u32> {
+        self.keys.get(key).copied()
+    }
+
+    pub(crate) fn domain_count(&self, key: u32) -> usize {
+        self.topo[key as usize].value_names.len()
+    }
+
+    /// Domain of node `node` for key `key` (None if it lacks the key).
+    #[inline]
+    pub(crate) fn domain(&self, key: Option<u32>, node: u32) -> Option<(u32, u32)> {
+        let k = key?;
+        let d = self.topo[k as usize].node_domain[node as usize];
+        (d != NO_DOMAIN).then_some((k, d))
+    }
+
+    pub(crate) fn namespace_labels(&self, ns: &str) -> &BTreeMap<String, String> {
+        self.namespaces.get(ns).unwrap_or(&EMPTY_LABELS)
+    }
+
+    /// Compile a pod the way this state does (merge C.9 if configured).
+    pub fn compile_pod(&self, pod: &Pod) -> PodInfo {
+        if self.merge_match_label_keys {
+            let mut p = pod.clone();
+            apply_match_label_keys(&mut p);
+            PodInfo::new(&p)
+        } else {
+            PodInfo::new(pod)
+        }
+    }
+
+    /// Classes whose namespace a scope may select.
+    pub(crate) fn classes_in_scope<'a>(
+        &'a self,
+        scope: &'a NamespaceScope,
+    ) -> Box<dyn Iterator<Item = &'a PodClass> + 'a> {
+        if let PodSelector::Nothing = scope.selector {
+            Box::new(
+                scope
+                    .names
+                    .iter()
+                    .filter_map(|ns| self.classes_by_namespace.get(ns))
+                    .flatten()
+                    .map(|c| &self.classes[*c as usize]),
+            )
+        } else {
+            Box::new(self.classes.iter())
+        }
+    }
+
+    /// Add a bound pod (AddPod, C.17).
+    pub fn add_pod(&mut self, pod: &Pod) -> Result<PodId, StateError> {
+        let info = self.compile_pod(pod);
+        self.add_pod_info(Arc::new(info))
+    }
+
+    /// Add an already compiled bound pod.
+    pub fn add_pod_info(&mut self, info: Arc<PodInfo>) -> Result<PodId, StateError> {
+        let Some(node_name) = info.node_name.clone() else {
+            return Err(StateError::NotBound { pod: info.key() });
+        };
+        let Some(node) = self.node_index(&node_name) else {
+            return Err(StateError::UnknownNode {
+                pod: info.key(),
+                node: node_name,
+            });
+        };
+        let name_key = (info.namespace.clone(), info.name.clone());
+        if self.pod_by_name.contains_key(&name_key) {
+            return Err(StateError::Duplicate { pod: info.key() });
+        }
+        let class = self.class_for(&info);
+        self.bump_class(class, node, 1);
+        let mut groups = Vec::new();
+        let kinds: [(TermKind, Vec<(i64, &AffinityTerm)>); 4] = [
+            (
+                TermKind::RequiredAffinity,
+                info.required_affinity.iter().map(|t| (0, t)).collect(),
+            ),
+            (
+                TermKind::RequiredAntiAffinity,
+                info.required_anti_affinity.iter().map(|t| (0, t)).collect(),
+            ),
+            (
+                TermKind::PreferredAffinity,
+                info.preferred_affinity
+                    .iter()
+                    .map(|t| (t.weight, &t.term))
+                    .collect(),
+            ),
+            (
+                TermKind::PreferredAntiAffinity,
+                info.preferred_anti_affinity
+                    .iter()
+                    .map(|t| (t.weight, &t.term))
+                    .collect(),
+            ),
+        ];
+        for (kind, terms) in kinds {
+            for (weight, term) in terms {
+                let g = self.group_for(kind, weight, term);
+                self.bump_group(kind, g, node, 1);
+                groups.push((kind as u32) << 28 | g);
+            }
+        }
+        let placed = PlacedPod {
+            info,
+            node,
+            class,
+            groups,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.pods[id as usize] = Some(placed);
+                id
+            }
+            None => {
+                self.pods.push(Some(placed));
+                (self.pods.len() - 1) as u32
+            }
+        };
+        self.pod_by_name.insert(name_key, id);
+        Ok(PodId(id))
+    }
+
+    /// Remove a placed pod (RemovePod, C.17); returns it.
+    pub fn remove_pod(&mut self, id: PodId) -> Option<Arc<PodInfo>> {
+        let placed = self.pods.get_mut(id.0 as usize)?.take()?;
+        self.free.push(id.0);
+        self.pod_by_name
+            .remove(&(placed.info.namespace.clone(), placed.info.name.clone()));
+        self.bump_class(placed.class, placed.node, -1);
+        for g in &placed.groups {
+            let kind = match g >> 28 {
+                0 => TermKind::RequiredAffinity,
+                1 => TermKind::RequiredAntiAffinity,
+                2 => TermKind::PreferredAffinity,
+                _ => TermKind::PreferredAntiAffinity,
+            };
+            self.bump_group(kind, g & 0x0fff_ffff, placed.node, -1);
+        }
+        Some(placed.info)
+    }
+
+    /// Find a placed pod by namespace and name.
+    pub fn find_pod(&self, namespace: &str, name: &str) -> Option<PodId> {
+        self.pod_by_name
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .map(|i| PodId(*i))
+    }
+
+    /// Name of the node a placed pod runs on.
+    pub fn pod_node(&self, id: PodId) -> Option<&str> {
+        let p = self.pods.get(id.0 as usize)?.as_ref()?;
+        Some(self.nodes[p.node as usize].name.as_str())
+    }
+
+    fn class_for(&mut self, info: &PodInfo) -> u32 {
+        let key = (
+            info.namespace.clone(),
+            info.labels.clone(),
+            info.terminating,
+        );
+        if let Some(c) = self.class_by_key.get(&key) {
+            return *c;
+        }
+        let id = self.classes.len() as u32;
+        self.classes.push(PodClass {
+            namespace: info.namespace.clone(),
+            labels: info.labels.clone(),
+            terminating: info.terminating,
+            pods: 0,
+            node_counts: IdMap::default(),
+            key_domains: IdMap::default(),
+        });
+        self.classes_by_namespace
+            .entry(info.namespace.clone())
+            .or_default()
+            .push(id);
+        self.class_by_key.insert(key, id);
+        id
+    }
+
+    fn bump_class(&mut self, class: u32, node: u32, delta: i32) {
+        let pairs = &self.nodes[node as usize].pairs;
+        let c = &mut self.classes[class as usize];
+        c.pods = c.pods.wrapping_add_signed(delta);
+        bump(&mut c.node_counts, node, delta);
+        for (k, d) in pairs {
+            let m = c.key_domains.entry(*k).or_default();
+            bump(m, *d, delta);
+            if m.is_empty() {
+                c.key_domains.remove(k);
+            }
+        }
+    }
+
+    fn group_for(&mut self, kind: TermKind, weight: i64, term: &AffinityTerm) -> u32 {
+        let key = (kind, weight, format!("{term:?}"));
+        if let Some(g) = self.group_by_key.get(&key) {
+            return *g;
+        }
+        let list = &mut self.groups[kind as usize];
+        let id = list.len() as u32;
+        list.push(TermGroup {
+            weight,
+            term: term.clone(),
+            domains: IdMap::default(),
+            pods: 0,
+        });
+        self.group_by_key.insert(key, id);
+        id
+    }
+
+    fn bump_group(&mut self, kind: TermKind, group: u32, node: u32, delta: i32) {
+        let key = self.key_id(&self.groups[kind as usize][group as usize].term.topology_key);
+        let dom = self.domain(key, node);
+        let g = &mut self.groups[kind as usize][group as usize];
+        g.pods = g.pods.wrapping_add_signed(delta);
+        if let Some((_, d)) = dom {
+            bump(&mut g.domains, d, delta);
+        }
+    }
+
+    /// Canonical view of every index (non-zero entries only), for checking
+    /// that AddPod followed by RemovePod restores the state.
+    pub fn index_fingerprint(&self) -> String {
+        let mut out = BTreeMap::new();
+        for c in self.classes.iter().filter(|c| c.pods > 0) {
+            let nodes: BTreeMap<&str, u32> = c
+                .node_counts
+                .iter()
+                .map(|(n, v)| (self.nodes[*n as usize].name.as_str(), *v))
+                .collect();
+            let doms: BTreeMap<(&str, &str), u32> = c
+                .key_domains
+                .iter()
+                .flat_map(|(k, m)| m.iter().map(move |(d, v)| (*k, *d, *v)))
+                .map(|(k, d, v)| (self.pair_names(k, d), v))
+                .collect();
+            out.insert(
+                format!("class {}/{:?} t={}", c.namespace, c.labels, c.terminating),
+                format!("{} {nodes:?} {doms:?}", c.pods),
+            );
+        }
+        for (kind, list) in self.groups.iter().enumerate() {
+            for g in list.iter().filter(|g| g.pods > 0) {
+                let doms: BTreeMap<&str, u32> = match self.key_id(&g.term.topology_key) {
+                    Some(k) => g
+                        .domains
+                        .iter()
+                        .map(|(d, v)| (self.topo[k as usize].value_names[*d as usize].as_str(), *v))
+                        .collect(),
+                    None => BTreeMap::new(),
+                };
+                out.insert(
+                    format!("group {kind} w={} {:?}", g.weight, g.term),
+                    format!("{} {doms:?}", g.pods),
+                );
+            }
+        }
+        let pods: BTreeMap<&(String, String), &str> = self
+            .pod_by_name
+            .iter()
+            .filter_map(|(k, id)| Some((k, self.pod_node(PodId(*id))?)))
+            .collect();
+        format!("{out:#?}\n{pods:?}")
+    }
+
+    fn pair_names(&self, k: u32, d: u32) -> (&str, &str) {
+        let ki = &self.topo[k as usize];
+        let key = self
+            .keys
+            .iter()
+            .find(|(_, id)| **id == k)
+            .map(|(s, _)| s.as_str())
+            .unwrap_or("");
+        (key, ki.value_names[d as usize].as_str())
+    }
+
+    /// All placed pods (unordered).
+    pub(crate) fn placed(&self) -> impl Iterator<Item = (&PodInfo, u32)> {
+        self.pods
+            .iter()
+            .flatten()
+            .map(|p| (p.info.as_ref(), p.node))
+    }
+}
+
+fn bump(m: &mut IdMap<u32, u32>, k: u32, delta: i32) {
+    let e = m.entry(k).or_insert(0);
+    *e = e.wrapping_add_signed(delta);
+    if *e == 0 {
+        m.remove(&k);
+    }
+}

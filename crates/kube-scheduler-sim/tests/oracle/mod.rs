@@ -1,0 +1,923 @@
+//! Brute-force reference evaluator, written straight from spec §C with no
+//! indexes: for every node, every check walks every placed pod.
+//!
+//! It is the oracle of the property tests and the baseline of the benchmarks
+//! (which include this file), and not part of the crate's API. It uses only
+//! the crate's public types and its label-selector parse ([`PodSelector`],
+//! itself apimachinery's conversion from `kube-validation`); node selector
+//! matching, tolerations, spread constraints, namespace scoping, counting,
+//! the first-pod exception, symmetry, scoring, normalisation and selection
+//! are written again here.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm,
+    WeightedPodAffinityTerm,
+};
+
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+use kube_scheduler_sim::{
+    Code, Failure, Options, Plugin, PluginScores, PodSelector, Reason, ScheduleResult, Scores,
+    apply_match_label_keys,
+};
+use kube_validation::{ParseError, node_selector_field_requirement, node_selector_requirement};
+
+type Labels = BTreeMap<String, String>;
+
+fn labels_of(p: &Pod) -> Labels {
+    p.metadata.labels.clone().unwrap_or_default()
+}
+fn ns_of(p: &Pod) -> String {
+    p.metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into())
+}
+fn node_labels(n: &Node) -> Labels {
+    n.metadata.labels.clone().unwrap_or_default()
+}
+fn node_name(n: &Node) -> &str {
+    n.metadata.name.as_deref().unwrap_or("")
+}
+
+/// One node selector requirement: `None` when unparsable.
+fn node_req(r: &NodeSelectorRequirement, labels: &Labels) -> Option<bool> {
+    let vals = r.values.clone().unwrap_or_default();
+    if !kube_validation::validate_qualified_name(&r.key).is_empty()
+        || vals
+            .iter()
+            .any(|v| !kube_validation::validate_label_value(v).is_empty())
+    {
+        return None;
+    }
+    let got = labels.get(&r.key);
+    match r.operator.as_str() {
+        "In" if !vals.is_empty() => Some(got.is_some_and(|g| vals.contains(g))),
+        "NotIn" if !vals.is_empty() => Some(got.is_none_or(|g| !vals.contains(g))),
+        "Exists" if vals.is_empty() => Some(got.is_some()),
+        "DoesNotExist" if vals.is_empty() => Some(got.is_none()),
+        "Gt" | "Lt" if vals.len() == 1 => {
+            let bound: i64 = vals[0].parse().ok()?;
+            let v = got.and_then(|g| g.parse::<i64>().ok());
+            Some(match v {
+                None => false,
+                Some(v) if r.operator == "Gt" => v > bound,
+                Some(v) => v < bound,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn field_req(r: &NodeSelectorRequirement, name: &str) -> Option<bool> {
+    let vals = r.values.clone().unwrap_or_default();
+    if vals.len() != 1 {
+        return None;
+    }
+    // Only `metadata.name` is a node field; any other reads as "".
+    let actual = if r.key == "metadata.name" { name } else { "" };
+    match r.operator.as_str() {
+        "In" => Some(actual == vals[0]),
+        "NotIn" => Some(actual != vals[0]),
+        _ => None,
+    }
+}
+
+/// A node selector term: false if empty or unparsable (C.1–C.3).
+fn node_term(t: &NodeSelectorTerm, name: &str, labels: &Labels) -> bool {
+    node_term_checked(t, name, labels).unwrap_or(false)
+}
+
+fn node_term_checked(t: &NodeSelectorTerm, name: &str, labels: &Labels) -> Option<bool> {
+    let exprs = t.match_expressions.clone().unwrap_or_default();
+    let fields = t.match_fields.clone().unwrap_or_default();
+    if exprs.is_empty() && fields.is_empty() {
+        return Some(false);
+    }
+    let mut ok = true;
+    for e in &exprs {
+        ok &= node_req(e, labels)?;
+    }
+    let mut fields_ok = true;
+    for f in &fields {
+        fields_ok &= field_req(f, name)?;
+    }
+    Some(ok && (name.is_empty() || fields_ok))
+}
+
+fn required_node_affinity(pod: &Pod, node: &Node) -> bool {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let labels = node_labels(node);
+    for (k, v) in spec.node_selector.iter().flatten() {
+        if labels.get(k) != Some(v) {
+            return false;
+        }
+    }
+    match spec
+        .affinity
+        .and_then(|a| a.node_affinity)
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution)
+    {
+        None => true,
+        Some(sel) => sel
+            .node_selector_terms
+            .iter()
+            .any(|t| node_term(t, node_name(node), &labels)),
+    }
+}
+
+/// C.4: every term pins `metadata.name In` and no name satisfies a term.
+fn names_conflict(pod: &Pod) -> bool {
+    let Some(sel) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+    else {
+        return false;
+    };
+    if sel.node_selector_terms.is_empty() {
+        return false;
+    }
+    let mut any_name = false;
+    for t in &sel.node_selector_terms {
+        let pins: Vec<BTreeSet<String>> = t
+            .match_fields
+            .iter()
+            .flatten()
+            .filter(|f| f.key == "metadata.name" && f.operator == "In")
+            .map(|f| f.values.iter().flatten().cloned().collect())
+            .collect();
+        if pins.is_empty() {
+            return false;
+        }
+        let mut inter = pins[0].clone();
+        for p in &pins[1..] {
+            inter = inter.intersection(p).cloned().collect();
+        }
+        any_name |= !inter.is_empty();
+    }
+    !any_name
+}
+
+/// A parsed pod-affinity term as the reference sees it.
+struct Term {
+    names: Vec<String>,
+    implicit_own: bool,
+    ns_selector: PodSelector,
+    has_ns_selector: bool,
+    selector: PodSelector,
+    key: String,
+    weight: i64,
+}
+
+fn parse_terms(raw: &[(i64, &PodAffinityTerm)], owner_ns: &str) -> Vec<Term> {
+    let mut out = Vec::new();
+    for (w, t) in raw {
+        let (Ok(selector), Ok(ns_selector)) = (
+            PodSelector::compile(t.label_selector.as_ref()),
+            PodSelector::compile(t.namespace_selector.as_ref()),
+        ) else {
+            // kube-scheduler drops the whole list when one term is unparsable.
+            return Vec::new();
+        };
+        let names = t.namespaces.clone().unwrap_or_default();
+        let implicit_own = names.is_empty() && t.namespace_selector.is_none();
+        let mut names = names;
+        if implicit_own {
+            names.push(owner_ns.to_owned());
+        }
+        out.push(Term {
+            names,
+            implicit_own,
+            has_ns_selector: t.namespace_selector.is_some(),
+            ns_selector,
+            selector,
+            key: t.topology_key.clone(),
+            weight: *w,
+        });
+    }
+    out
+}
+
+impl Term {
+    /// An existing pod's term against the incoming pod: namespace selector
+    /// evaluated on the incoming pod's namespace labels (C.8).
+    fn matches_with_labels(&self, ns: &str, labels: &Labels, ns_labels: &Labels) -> bool {
+        let _ = self.implicit_own;
+        (self.names.iter().any(|n| n == ns)
+            || (self.has_ns_selector && self.ns_selector.matches(ns_labels)))
+            && self.selector.matches(labels)
+    }
+
+    /// The incoming pod's own term: a non-empty namespaceSelector is resolved
+    /// against the namespace inventory; `{}` means every namespace (C.8).
+    fn matches_incoming(
+        &self,
+        ns: &str,
+        labels: &Labels,
+        inventory: &BTreeMap<String, Labels>,
+    ) -> bool {
+        let ns_ok = self.names.iter().any(|n| n == ns)
+            || (self.has_ns_selector
+                && (self.ns_selector.is_everything()
+                    || inventory
+                        .get(ns)
+                        .is_some_and(|l| self.ns_selector.matches(l))));
+        ns_ok && self.selector.matches(labels)
+    }
+}
+
+/// A placed pod, parsed once per evaluation.
+struct Placed {
+    ns: String,
+    labels: Labels,
+    terminating: bool,
+    node: String,
+    node_labels: Labels,
+    terms: PodTerms,
+}
+
+struct PodTerms {
+    req_aff: Vec<Term>,
+    req_anti: Vec<Term>,
+    pref_aff: Vec<Term>,
+    pref_anti: Vec<Term>,
+}
+
+fn pod_terms(p: &Pod) -> PodTerms {
+    let ns = ns_of(p);
+    let a = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.clone())
+        .unwrap_or_default();
+    let req = |v: Option<Vec<PodAffinityTerm>>| -> Vec<Term> {
+        let v = v.unwrap_or_default();
+        parse_terms(&v.iter().map(|t| (0, t)).collect::<Vec<_>>(), &ns)
+    };
+    let pref = |v: Option<Vec<WeightedPodAffinityTerm>>| -> Vec<Term> {
+        let v = v.unwrap_or_default();
+        parse_terms(
+            &v.iter()
+                .map(|t| (i64::from(t.weight), &t.pod_affinity_term))
+                .collect::<Vec<_>>(),
+            &ns,
+        )
+    };
+    let pa = a.pod_affinity.unwrap_or_default();
+    let paa = a.pod_anti_affinity.unwrap_or_default();
+    PodTerms {
+        req_aff: req(pa.required_during_scheduling_ignored_during_execution),
+        req_anti: req(paa.required_during_scheduling_ignored_during_execution),
+        pref_aff: pref(pa.preferred_during_scheduling_ignored_during_execution),
+        pref_anti: pref(paa.preferred_during_scheduling_ignored_during_execution),
+    }
+}
+
+/// Evaluate `incoming` against `nodes`, `namespaces` and the bound pods in
+/// `pods` (pods without a node or on an unknown node are ignored), by brute
+/// force. Produces the same [`ScheduleResult`] as
+/// [`ClusterState::evaluate`](super::ClusterState::evaluate).
+pub fn evaluate(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    incoming: &Pod,
+    opts: &Options,
+) -> ScheduleResult {
+    let mut seen = BTreeSet::new();
+    let nodes: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| seen.insert(node_name(n).to_owned()))
+        .collect();
+    let mut incoming = incoming.clone();
+    let mut pods: Vec<Pod> = pods.to_vec();
+    if opts.merge_match_label_keys {
+        apply_match_label_keys(&mut incoming);
+        pods.iter_mut().for_each(apply_match_label_keys);
+    }
+    let inventory: BTreeMap<String, Labels> = namespaces
+        .iter()
+        .map(|n| {
+            (
+                n.metadata.name.clone().unwrap_or_default(),
+                n.metadata.labels.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    // Placed pods with their node (spec 0.1).
+    let placed: Vec<Placed> = pods
+        .iter()
+        .filter_map(|p| {
+            let n = p.spec.as_ref()?.node_name.as_deref()?;
+            let node = *nodes.iter().find(|x| node_name(x) == n)?;
+            Some(Placed {
+                ns: ns_of(p),
+                labels: labels_of(p),
+                terminating: p.metadata.deletion_timestamp.is_some(),
+                node: n.to_owned(),
+                node_labels: node_labels(node),
+                terms: pod_terms(p),
+            })
+        })
+        .collect();
+    let compiled = Incoming::parse(&incoming);
+    let pod_ns = ns_of(&incoming);
+    let pod_labels = labels_of(&incoming);
+    let mut res = ScheduleResult {
+        pod: format!(
+            "{pod_ns}/{}",
+            incoming.metadata.name.clone().unwrap_or_default()
+        ),
+        ..Default::default()
+    };
+
+    // PreFilters.
+    if names_conflict(&incoming) {
+        for n in &nodes {
+            res.unschedulable.insert(
+                node_name(n).to_owned(),
+                Reason::NodeAffinityTermsConflict.failure(),
+            );
+        }
+        return res;
+    }
+    let spread = match &compiled.spread {
+        Ok(c) => c.clone(),
+        Err(e) => {
+            res.error = Some(format!(
+                "obtaining pod's hard topology spread constraints: {e}"
+            ));
+            return res;
+        }
+    };
+    if let Some(msg) = &compiled.affinity_error {
+        for n in &nodes {
+            res.unschedulable.insert(
+                node_name(n).to_owned(),
+                Failure {
+                    plugin: Plugin::InterPodAffinity,
+                    code: Code::UnschedulableAndUnresolvable,
+                    message: msg.clone(),
+                },
+            );
+        }
+        return res;
+    }
+    let own = pod_terms(&incoming);
+    let ns_labels = inventory.get(&pod_ns).cloned().unwrap_or_default();
+
+    // Spread: per constraint, matching pods per domain over eligible nodes.
+    let spread_keys: Vec<&str> = spread.iter().map(|c| c.topology_key.as_str()).collect();
+    let mut spread_state = Vec::new();
+    for c in &spread {
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        for n in &nodes {
+            let l = node_labels(n);
+            let eligible = spread_keys.iter().all(|k| l.contains_key(*k))
+                && (!c.honor_node_affinity || required_node_affinity(&incoming, n))
+                && (!c.honor_node_taints
+                    || !has_untolerated_taint(
+                        n.spec
+                            .as_ref()
+                            .and_then(|s| s.taints.as_deref())
+                            .unwrap_or_default(),
+                        &compiled.tolerations,
+                    ));
+            if !eligible {
+                continue;
+            }
+            let mut count = 0;
+            if !c.selector.is_everything() {
+                for p in &placed {
+                    if p.node == node_name(n)
+                        && p.ns == pod_ns
+                        && !p.terminating
+                        && c.selector.matches(&p.labels)
+                    {
+                        count += 1;
+                    }
+                }
+            }
+            if let Some(v) = l.get(&c.topology_key) {
+                *counts.entry(v.clone()).or_default() += count;
+            }
+        }
+        let min = if (counts.len() as i64) < c.min_domains {
+            0
+        } else {
+            counts
+                .values()
+                .copied()
+                .min()
+                .unwrap_or(i64::from(i32::MAX))
+        };
+        spread_state.push((counts, min));
+    }
+
+    // Required affinity: is any placed pod (on a node with some term key)
+    // matching all terms? (C.10, C.12)
+    let matches_all = |ns: &str, labels: &Labels| {
+        !own.req_aff.is_empty()
+            && own
+                .req_aff
+                .iter()
+                .all(|t| t.matches_incoming(ns, labels, &inventory))
+    };
+    let any_counted = placed.iter().any(|p| {
+        matches_all(&p.ns, &p.labels)
+            && own
+                .req_aff
+                .iter()
+                .any(|t| p.node_labels.contains_key(&t.key))
+    });
+    let self_match = matches_all(&pod_ns, &pod_labels);
+
+    for n in &nodes {
+        let name = node_name(n).to_owned();
+        let l = node_labels(n);
+        let reason = if !required_node_affinity(&incoming, n) {
+            Some(Reason::NodeAffinityMismatch)
+        } else if let Some(r) = spread
+            .iter()
+            .zip(&spread_state)
+            .find_map(|(c, (counts, min))| match l.get(&c.topology_key) {
+                None => Some(Reason::SpreadMissingLabel),
+                Some(v) => {
+                    let skew = counts.get(v).copied().unwrap_or(0)
+                        + i64::from(c.selector.matches(&pod_labels))
+                        - min;
+                    (skew > c.max_skew).then_some(Reason::SpreadSkew)
+                }
+            })
+        {
+            Some(r)
+        } else {
+            inter_pod_filter(
+                &own,
+                &l,
+                &placed,
+                &inventory,
+                &pod_ns,
+                &pod_labels,
+                &ns_labels,
+                any_counted,
+                self_match,
+            )
+        };
+        match reason {
+            None => res.feasible.push(name),
+            Some(r) => {
+                res.unschedulable.insert(name, r.failure());
+            }
+        }
+    }
+    res.feasible.sort();
+
+    // Scoring.
+    let scored: Vec<&Node> = if opts.score_all_nodes {
+        nodes.clone()
+    } else if res.feasible.len() > 1 {
+        nodes
+            .iter()
+            .copied()
+            .filter(|n| !res.unschedulable.contains_key(node_name(n)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if scored.is_empty() {
+        res.scores.node_affinity.skipped = true;
+        res.scores.inter_pod_affinity.skipped = true;
+        res.selected = res.feasible.first().cloned();
+        return res;
+    }
+    let preferred = incoming
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .clone()
+        })
+        .unwrap_or_default();
+    let relevant: Vec<_> = preferred
+        .iter()
+        .filter(|p| {
+            p.weight != 0
+                && !(p
+                    .preference
+                    .match_expressions
+                    .as_ref()
+                    .is_none_or(Vec::is_empty)
+                    && p.preference.match_fields.as_ref().is_none_or(Vec::is_empty))
+        })
+        .collect();
+    if relevant
+        .iter()
+        .any(|p| node_term_checked(&p.preference, "x", &BTreeMap::new()).is_none())
+    {
+        if let Some(e) = &compiled.preferred_node_error {
+            res.error = Some(format!("running PreScore plugin \"NodeAffinity\": {e}"));
+        }
+        res.scores.node_affinity.skipped = true;
+        res.scores.inter_pod_affinity.skipped = true;
+        return res;
+    }
+    let node_affinity = if !compiled.has_preferred_node_list {
+        PluginScores {
+            skipped: true,
+            ..Default::default()
+        }
+    } else {
+        let raw: BTreeMap<String, i64> = scored
+            .iter()
+            .map(|n| {
+                let l = node_labels(n);
+                let s = relevant
+                    .iter()
+                    .filter(|p| node_term(&p.preference, node_name(n), &l))
+                    .map(|p| i64::from(p.weight))
+                    .sum();
+                (node_name(n).to_owned(), s)
+            })
+            .collect();
+        let max = raw.values().copied().max().unwrap_or(0).max(0);
+        let normalized = raw
+            .iter()
+            .map(|(k, v)| (k.clone(), if max == 0 { *v } else { 100 * v / max }))
+            .collect();
+        PluginScores {
+            raw,
+            normalized,
+            skipped: false,
+        }
+    };
+    let inter_pod_affinity = inter_pod_scores(
+        &own, &incoming, &scored, &placed, &inventory, &ns_labels, opts,
+    );
+    let total: BTreeMap<String, i64> = scored
+        .iter()
+        .map(|n| {
+            let k = node_name(n);
+            let a = node_affinity.normalized.get(k).copied().unwrap_or(0);
+            let b = inter_pod_affinity.normalized.get(k).copied().unwrap_or(0);
+            (k.to_owned(), 2 * a + 2 * b)
+        })
+        .collect();
+    let mut best: Option<(i64, String)> = None;
+    for f in &res.feasible {
+        let s = total.get(f).copied().unwrap_or(0);
+        if best
+            .as_ref()
+            .is_none_or(|(bs, bn)| s > *bs || (s == *bs && f < bn))
+        {
+            best = Some((s, f.clone()));
+        }
+    }
+    res.selected = best.map(|b| b.1);
+    res.scores = Scores {
+        node_affinity,
+        inter_pod_affinity,
+        total,
+    };
+    res
+}
+
+#[allow(clippy::too_many_arguments)]
+fn inter_pod_filter(
+    own: &PodTerms,
+    l: &Labels,
+    placed: &[Placed],
+    inventory: &BTreeMap<String, Labels>,
+    pod_ns: &str,
+    pod_labels: &Labels,
+    ns_labels: &Labels,
+    any_counted: bool,
+    self_match: bool,
+) -> Option<Reason> {
+    // C.11 / C.12
+    if !own.req_aff.is_empty() {
+        if own.req_aff.iter().any(|t| !l.contains_key(&t.key)) {
+            return Some(Reason::AffinityRules);
+        }
+        let all_satisfied = own.req_aff.iter().all(|t| {
+            placed.iter().any(|p| {
+                own.req_aff
+                    .iter()
+                    .all(|u| u.matches_incoming(&p.ns, &p.labels, inventory))
+                    && p.node_labels.get(&t.key) == l.get(&t.key)
+            })
+        });
+        if !all_satisfied && (any_counted || !self_match) {
+            return Some(Reason::AffinityRules);
+        }
+    }
+    // C.13
+    for t in &own.req_anti {
+        let Some(v) = l.get(&t.key) else { continue };
+        if placed.iter().any(|p| {
+            p.node_labels.get(&t.key) == Some(v) && t.matches_incoming(&p.ns, &p.labels, inventory)
+        }) {
+            return Some(Reason::AntiAffinityRules);
+        }
+    }
+    // C.14
+    for p in placed {
+        let pl = &p.node_labels;
+        for t in &p.terms.req_anti {
+            if let Some(v) = pl.get(&t.key)
+                && l.get(&t.key) == Some(v)
+                && t.matches_with_labels(pod_ns, pod_labels, ns_labels)
+            {
+                return Some(Reason::ExistingAntiAffinityRules);
+            }
+        }
+    }
+    None
+}
+
+fn inter_pod_scores(
+    own: &PodTerms,
+    incoming: &Pod,
+    scored: &[&Node],
+    placed: &[Placed],
+    inventory: &BTreeMap<String, Labels>,
+    ns_labels: &Labels,
+    opts: &Options,
+) -> PluginScores {
+    let has_pref = {
+        let a = incoming.spec.as_ref().and_then(|s| s.affinity.as_ref());
+        a.and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|p| {
+                p.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|v| !v.is_empty())
+            || a.and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|p| {
+                    p.preferred_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
+                .is_some_and(|v| !v.is_empty())
+    };
+    if opts.ignore_preferred_terms_of_existing_pods && !has_pref {
+        return PluginScores {
+            skipped: true,
+            ..Default::default()
+        };
+    }
+    let pod_ns = ns_of(incoming);
+    let pod_labels = labels_of(incoming);
+    // Every contribution: (topology key, value of the placed pod's node, weight).
+    let mut contributions: Vec<(String, String, i64)> = Vec::new();
+    for p in placed {
+        let pl = &p.node_labels;
+        let (ns, labels) = (&p.ns, &p.labels);
+        let mut add = |t: &Term, w: i64| {
+            if let Some(v) = pl.get(&t.key) {
+                contributions.push((t.key.clone(), v.clone(), w));
+            }
+        };
+        for t in &own.pref_aff {
+            if t.matches_incoming(ns, labels, inventory) {
+                add(t, t.weight);
+            }
+        }
+        for t in &own.pref_anti {
+            if t.matches_incoming(ns, labels, inventory) {
+                add(t, -t.weight);
+            }
+        }
+        let theirs = &p.terms;
+        if opts.hard_pod_affinity_weight > 0 {
+            for t in &theirs.req_aff {
+                if t.matches_with_labels(&pod_ns, &pod_labels, ns_labels) {
+                    add(t, opts.hard_pod_affinity_weight);
+                }
+            }
+        }
+        for t in &theirs.pref_aff {
+            if t.matches_with_labels(&pod_ns, &pod_labels, ns_labels) {
+                add(t, t.weight);
+            }
+        }
+        for t in &theirs.pref_anti {
+            if t.matches_with_labels(&pod_ns, &pod_labels, ns_labels) {
+                add(t, -t.weight);
+            }
+        }
+    }
+    if contributions.is_empty() {
+        return PluginScores {
+            skipped: true,
+            ..Default::default()
+        };
+    }
+    let raw: BTreeMap<String, i64> = scored
+        .iter()
+        .map(|n| {
+            let l = node_labels(n);
+            let s = contributions
+                .iter()
+                .filter(|(k, v, _)| l.get(k) == Some(v))
+                .map(|c| c.2)
+                .sum();
+            (node_name(n).to_owned(), s)
+        })
+        .collect();
+    let min = raw.values().copied().min().unwrap_or(0);
+    let max = raw.values().copied().max().unwrap_or(0);
+    let normalized = raw
+        .iter()
+        .map(|(k, v)| {
+            let s = if max > min {
+                (100.0 * ((v - min) as f64 / (max - min) as f64)) as i64
+            } else {
+                0
+            };
+            (k.clone(), s)
+        })
+        .collect();
+    PluginScores {
+        raw,
+        normalized,
+        skipped: false,
+    }
+}
+
+/// What the reference reads from the incoming pod besides its terms.
+struct Incoming {
+    spread: Result<Vec<Spread>, ParseError>,
+    affinity_error: Option<String>,
+    tolerations: Vec<Toleration>,
+    has_preferred_node_list: bool,
+    preferred_node_error: Option<ParseError>,
+}
+
+/// A `DoNotSchedule` constraint.
+#[derive(Clone)]
+struct Spread {
+    topology_key: String,
+    selector: PodSelector,
+    max_skew: i64,
+    min_domains: i64,
+    honor_node_affinity: bool,
+    honor_node_taints: bool,
+}
+
+impl Incoming {
+    fn parse(pod: &Pod) -> Self {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let labels = labels_of(pod);
+        let spread = spec
+            .topology_spread_constraints
+            .iter()
+            .flatten()
+            .filter(|c| c.when_unsatisfiable == "DoNotSchedule")
+            .map(|c| {
+                let mut selector = c.label_selector.clone();
+                if let Some(sel) = selector.as_mut() {
+                    for key in c.match_label_keys.iter().flatten() {
+                        if let Some(v) = labels.get(key) {
+                            sel.match_expressions.get_or_insert_with(Vec::new).push(
+                                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                                    key: key.clone(),
+                                    operator: "In".into(),
+                                    values: Some(vec![v.clone()]),
+                                },
+                            );
+                        }
+                    }
+                }
+                // Parse the original selector (errors), match the merged one.
+                PodSelector::compile(c.label_selector.as_ref())?;
+                Ok(Spread {
+                    topology_key: c.topology_key.clone(),
+                    selector: PodSelector::compile(selector.as_ref())?,
+                    max_skew: i64::from(c.max_skew),
+                    min_domains: i64::from(c.min_domains.unwrap_or(1)),
+                    honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
+                    honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+                })
+            })
+            .collect();
+        let affinity = spec.affinity.clone().unwrap_or_default();
+        let pa = affinity.pod_affinity.clone().unwrap_or_default();
+        let paa = affinity.pod_anti_affinity.clone().unwrap_or_default();
+        let term_error = |t: &PodAffinityTerm| {
+            PodSelector::compile(t.label_selector.as_ref())
+                .and_then(|_| PodSelector::compile(t.namespace_selector.as_ref()))
+                .err()
+        };
+        let mut errors = Vec::new();
+        let lists: [(&str, Vec<PodAffinityTerm>); 4] = [
+            (
+                "requiredAffinityTerms",
+                pa.required_during_scheduling_ignored_during_execution
+                    .clone()
+                    .unwrap_or_default(),
+            ),
+            (
+                "requiredAntiAffinityTerms",
+                paa.required_during_scheduling_ignored_during_execution
+                    .clone()
+                    .unwrap_or_default(),
+            ),
+            (
+                "preferredAffinityTerms",
+                pa.preferred_during_scheduling_ignored_during_execution
+                    .iter()
+                    .flatten()
+                    .map(|w| w.pod_affinity_term.clone())
+                    .collect(),
+            ),
+            (
+                "preferredAntiAffinityTerms",
+                paa.preferred_during_scheduling_ignored_during_execution
+                    .iter()
+                    .flatten()
+                    .map(|w| w.pod_affinity_term.clone())
+                    .collect(),
+            ),
+        ];
+        for (what, terms) in lists {
+            if let Some(e) = terms.iter().find_map(term_error) {
+                errors.push(format!("{what}: {e}"));
+            }
+        }
+        let affinity_error = match errors.len() {
+            0 => None,
+            1 => Some(format!("parsing pod: {}", errors[0])),
+            _ => Some(format!("parsing pod: [{}]", errors.join(", "))),
+        };
+        let preferred = affinity.node_affinity.as_ref().and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .clone()
+        });
+        let mut node_errors = Vec::new();
+        for (i, p) in preferred.iter().flatten().enumerate() {
+            if p.weight == 0 {
+                continue;
+            }
+            for (j, r) in p.preference.match_expressions.iter().flatten().enumerate() {
+                if let Err(e) =
+                    node_selector_requirement(&format!("[{i}].matchExpressions[{j}]"), r)
+                {
+                    node_errors.push(e);
+                }
+            }
+            for (j, r) in p.preference.match_fields.iter().flatten().enumerate() {
+                if let Err(e) =
+                    node_selector_field_requirement(&format!("[{i}].matchFields[{j}]"), r)
+                {
+                    node_errors.push(e);
+                }
+            }
+        }
+        Incoming {
+            spread,
+            affinity_error,
+            tolerations: spec.tolerations.clone().unwrap_or_default(),
+            has_preferred_node_list: preferred.is_some(),
+            preferred_node_error: (!node_errors.is_empty())
+                .then(|| ParseError::flatten(node_errors)),
+        }
+    }
+}
+
+/// Some `NoSchedule`/`NoExecute` taint is not tolerated (written from
+/// `Toleration.ToleratesTaint`).
+fn has_untolerated_taint(taints: &[Taint], tolerations: &[Toleration]) -> bool {
+    taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .any(|taint| {
+            !tolerations.iter().any(|tol| {
+                let effect_ok = tol
+                    .effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == taint.effect);
+                let key_ok = tol
+                    .key
+                    .as_deref()
+                    .is_none_or(|k| k.is_empty() || k == taint.key);
+                let value_ok = match tol.operator.as_deref().unwrap_or("") {
+                    "Exists" => true,
+                    "" | "Equal" => {
+                        tol.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+                    }
+                    _ => false,
+                };
+                effect_ok && key_ok && value_ok
+            })
+        })
+}

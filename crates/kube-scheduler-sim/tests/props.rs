@@ -1,0 +1,337 @@
+//! Property tests: the indexed evaluator against the brute-force reference
+//! on random clusters, incremental AddPod/RemovePod, batch placement.
+
+mod oracle;
+mod support;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube_scheduler_sim::{ClusterState, Options};
+use oracle as reference;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const KEYS: &[&str] = &["kubernetes.io/hostname", "zone", "rack"];
+
+fn selector() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        1 => Just(Value::Null),
+        1 => Just(json!({})),
+        3 => prop::sample::select(vec!["web", "db"]).prop_map(|v| json!({"matchLabels": {"app": v}})),
+        2 => (prop::sample::select(vec!["In", "NotIn"]), prop::sample::subsequence(vec!["web", "db", "cache"], 1..3))
+            .prop_map(|(op, vals)| json!({"matchExpressions": [{"key": "app", "operator": op, "values": vals}]})),
+        1 => prop::sample::select(vec!["Exists", "DoesNotExist"]).prop_map(|op| json!({"matchExpressions": [{"key": "tier", "operator": op}]})),
+    ]
+}
+
+fn term() -> impl Strategy<Value = Value> {
+    (
+        selector(),
+        prop_oneof![3 => Just(None), 1 => Just(Some(vec!["a"])), 1 => Just(Some(vec!["a", "b"]))],
+        prop_oneof![3 => Just(Value::Null), 1 => Just(json!({})), 1 => Just(json!({"matchLabels": {"team": "x"}}))],
+        prop::sample::select(KEYS.to_vec()),
+        prop::bool::weighted(0.15),
+    )
+        .prop_map(|(sel, nss, nssel, key, mlk)| {
+            let mut t = json!({"topologyKey": key});
+            if !sel.is_null() {
+                t["labelSelector"] = sel;
+            }
+            if let Some(n) = nss {
+                t["namespaces"] = json!(n);
+            }
+            if !nssel.is_null() {
+                t["namespaceSelector"] = nssel;
+            }
+            if mlk {
+                t["matchLabelKeys"] = json!(["tier"]);
+            }
+            t
+        })
+}
+
+fn weighted_terms() -> impl Strategy<Value = Vec<Value>> {
+    prop::collection::vec(
+        (1..10i32, term()).prop_map(|(w, t)| json!({"weight": w, "podAffinityTerm": t})),
+        0..2,
+    )
+}
+
+fn affinity() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec(term(), 0..2),
+        prop::collection::vec(term(), 0..2),
+        weighted_terms(),
+        weighted_terms(),
+    )
+        .prop_map(|(ra, raa, pa, paa)| {
+            json!({
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ra, "preferredDuringSchedulingIgnoredDuringExecution": pa},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": raa, "preferredDuringSchedulingIgnoredDuringExecution": paa},
+            })
+        })
+}
+
+fn labels() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(prop::sample::select(vec!["web", "db", "cache"])),
+        prop::option::of(prop::sample::select(vec!["f", "b"])),
+    )
+        .prop_map(|(app, tier)| {
+            let mut m = serde_json::Map::new();
+            if let Some(a) = app {
+                m.insert("app".into(), json!(a));
+            }
+            if let Some(t) = tier {
+                m.insert("tier".into(), json!(t));
+            }
+            Value::Object(m)
+        })
+}
+
+fn pod_json(
+    name: String,
+    ns: &str,
+    labels: Value,
+    node: Option<String>,
+    affinity: Value,
+    extra: Value,
+) -> Pod {
+    let mut spec = json!({"containers": [], "affinity": affinity});
+    if let Some(n) = node {
+        spec["nodeName"] = json!(n);
+    }
+    if let Value::Object(m) = extra {
+        for (k, v) in m {
+            spec[k] = v;
+        }
+    }
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+fn incoming_extra() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(prop::sample::select(vec!["z1", "z2"])),
+        prop::option::of((1..5i32, prop::sample::subsequence(vec!["z1", "z2", "z3"], 1..3))),
+        prop::option::of((0..3i32, prop::sample::select(KEYS.to_vec()), selector(), prop::option::of(1..4i32), any::<bool>(), any::<bool>())),
+        any::<bool>(),
+    )
+        .prop_map(|(ns_zone, pref, spread, tolerate)| {
+            let mut extra = json!({});
+            if let Some(z) = ns_zone {
+                extra["nodeSelector"] = json!({"zone": z});
+            }
+            if let Some((w, zones)) = pref {
+                extra["__pref"] = json!([{"weight": w, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": zones}]}}]);
+            }
+            if tolerate {
+                extra["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]);
+            }
+            if let Some((skew, key, sel, min_domains, honor_taints, ignore_affinity)) = spread {
+                let mut c = json!({"maxSkew": skew.max(1), "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule"});
+                if !sel.is_null() {
+                    c["labelSelector"] = sel;
+                }
+                if let Some(m) = min_domains {
+                    c["minDomains"] = json!(m);
+                }
+                if honor_taints {
+                    c["nodeTaintsPolicy"] = json!("Honor");
+                }
+                if ignore_affinity {
+                    c["nodeAffinityPolicy"] = json!("Ignore");
+                }
+                extra["topologySpreadConstraints"] = json!([c]);
+            }
+            extra
+        })
+}
+
+#[derive(Debug, Clone)]
+struct Cluster {
+    nodes: Vec<Node>,
+    namespaces: Vec<Namespace>,
+    pods: Vec<Pod>,
+    incoming: Pod,
+    opts: Options,
+}
+
+fn cluster() -> impl Strategy<Value = Cluster> {
+    let node = (
+        prop::bool::weighted(0.9),
+        prop::option::of(prop::sample::select(vec!["z1", "z2", "z3"])),
+        prop::option::of(prop::sample::select(vec!["r1", "r2"])),
+        prop::bool::weighted(0.25),
+    );
+    let nodes = prop::collection::vec(node, 1..7);
+    let ns_labels =
+        prop::collection::vec(prop::option::of(prop::sample::select(vec!["x", "y"])), 3);
+    let existing = prop::collection::vec(
+        (
+            labels(),
+            prop::sample::select(vec!["a", "b", "d"]),
+            0..8usize,
+            prop::option::weighted(0.6, affinity()),
+            prop::bool::weighted(0.15),
+        ),
+        0..10,
+    );
+    let incoming = (
+        labels(),
+        prop::sample::select(vec!["a", "b", "d"]),
+        affinity(),
+        incoming_extra(),
+    );
+    let opts = (0..3i64, any::<bool>(), any::<bool>());
+    (nodes, ns_labels, existing, incoming, opts).prop_map(
+        |(nodes, ns_labels, existing, incoming, opts)| {
+            let n = nodes.len();
+            let nodes: Vec<Node> = nodes
+                .into_iter()
+                .enumerate()
+                .map(|(i, (host, zone, rack, tainted))| {
+                    let mut l = serde_json::Map::new();
+                    if host {
+                        l.insert("kubernetes.io/hostname".into(), json!(format!("n{i}")));
+                    }
+                    if let Some(z) = zone {
+                        l.insert("zone".into(), json!(z));
+                    }
+                    if let Some(r) = rack {
+                        l.insert("rack".into(), json!(r));
+                    }
+                    serde_json::from_value(
+                        json!({"metadata": {"name": format!("n{i}"), "labels": l}, "spec": {"taints": if tainted { json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]) } else { json!([]) }}}),
+                    )
+                    .unwrap()
+                })
+                .collect();
+            let namespaces = ["a", "b", "c"]
+                .iter()
+                .zip(ns_labels)
+                .map(|(name, team)| {
+                    let labels = team.map_or(json!({}), |t| json!({"team": t}));
+                    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+                        .unwrap()
+                })
+                .collect();
+            let pods = existing
+                .into_iter()
+                .enumerate()
+                .map(|(i, (labels, ns, node, aff, terminating))| {
+                    // index n (and above) = a node that does not exist (ignored, 0.1)
+                    let node_name = if node < n {
+                        format!("n{node}")
+                    } else {
+                        "ghost".to_owned()
+                    };
+                    let mut p = pod_json(
+                        format!("e{i}"),
+                        ns,
+                        labels,
+                        Some(node_name),
+                        aff.unwrap_or(Value::Null),
+                        json!({}),
+                    );
+                    if terminating {
+                        p.metadata.deletion_timestamp =
+                            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+                    }
+                    p
+                })
+                .collect();
+            let (labels, ns, mut aff, mut extra) = incoming;
+            if let Some(p) = extra.as_object_mut().and_then(|m| m.remove("__pref")) {
+                aff["nodeAffinity"] = json!({"preferredDuringSchedulingIgnoredDuringExecution": p});
+            }
+            let incoming = pod_json("incoming".into(), ns, labels, None, aff, extra);
+            let opts = Options {
+                hard_pod_affinity_weight: opts.0,
+                ignore_preferred_terms_of_existing_pods: opts.1,
+                score_all_nodes: opts.2,
+                merge_match_label_keys: true,
+            };
+            Cluster {
+                nodes,
+                namespaces,
+                pods,
+                incoming,
+                opts,
+            }
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Filter verdicts and messages, raw and normalised scores and the
+    /// selected node are identical for both evaluators.
+    #[test]
+    fn indexed_evaluator_equals_brute_force_reference_on_random_clusters(c in cluster()) {
+        let state = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let fast = state.evaluate(&c.incoming, &c.opts).unwrap();
+        let slow = reference::evaluate(&c.nodes, &c.namespaces, &c.pods, &c.incoming, &c.opts);
+        prop_assert_eq!(fast, slow);
+    }
+
+    /// AddPod followed by RemovePod leaves every index and every evaluation
+    /// as they were (C.17).
+    #[test]
+    fn add_pod_then_remove_pod_restores_the_state(c in cluster(), node in 0..7usize) {
+        let mut state = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let before = state.index_fingerprint();
+        let probe = state.evaluate(&c.incoming, &c.opts).unwrap();
+        let mut added = c.incoming.clone();
+        added.metadata.name = Some("added".into());
+        added.spec.as_mut().unwrap().node_name = Some(format!("n{}", node % c.nodes.len()));
+        let id = state.add_pod(&added).unwrap();
+        prop_assert_eq!(state.pod_count(), before_count(&c) + 1);
+        state.remove_pod(id).unwrap();
+        prop_assert_eq!(state.index_fingerprint(), before);
+        prop_assert_eq!(state.evaluate(&c.incoming, &c.opts).unwrap(), probe);
+    }
+
+    /// Placing replicas one after another with the indexed state gives the
+    /// same nodes as re-running the reference evaluator on the growing pod
+    /// list.
+    #[test]
+    fn batch_placement_equals_sequential_reference_placement(c in cluster(), replicas in 1..6usize) {
+        let mut state = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let batch: Vec<Pod> = (0..replicas).map(|i| {
+            let mut p = c.incoming.clone();
+            p.metadata.name = Some(format!("r{i}"));
+            p
+        }).collect();
+        let placed = state.place_batch(&batch, &c.opts).unwrap();
+        let mut pods = c.pods.clone();
+        for (p, got) in batch.iter().zip(&placed.placements) {
+            let want = reference::evaluate(&c.nodes, &c.namespaces, &pods, p, &c.opts).selected;
+            prop_assert_eq!(&got.node, &want);
+            if let Some(n) = want {
+                let mut bound = p.clone();
+                bound.spec.as_mut().unwrap().node_name = Some(n);
+                pods.push(bound);
+            }
+        }
+    }
+}
+
+fn before_count(c: &Cluster) -> usize {
+    let names: Vec<String> = c
+        .nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    c.pods
+        .iter()
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_some_and(|n| names.contains(n))
+        })
+        .count()
+}
