@@ -101,6 +101,7 @@ mod tests {
                 labels: host.map(|h| [(DEFAULT_HOST_LABEL_KEY.to_owned(), h.to_owned())].into()),
                 ..ObjectMeta::default()
             },
+            spec: None,
             status: node.map(|n| MachineStatus {
                 node_ref: Some(MachineNodeRef { name: n.into() }),
             }),
