@@ -52,7 +52,16 @@ struct Scenario {
 impl Scenario {
     fn new(mode: Mode) -> Self {
         let loads: Vec<Load> = (0..IN_PREPARATION + WAITING)
-            .map(|i| load(i, if i < IN_PREPARATION { Phase::Accepted } else { Phase::New }))
+            .map(|i| {
+                load(
+                    i,
+                    if i < IN_PREPARATION {
+                        Phase::Accepted
+                    } else {
+                        Phase::New
+                    },
+                )
+            })
             .collect();
         let mut event = load(0, Phase::InProgress);
         event.resource_version = Some("999999".into());
@@ -103,9 +112,7 @@ impl Scenario {
 
     fn naive(&self) -> PassPlan {
         let mut cache = CountCache::new(RecountPolicy::for_mode(self.mode));
-        cache.resync(
-            std::iter::once(self.event.clone()).chain(self.loads[1..].iter().cloned()),
-        );
+        cache.resync(std::iter::once(self.event.clone()).chain(self.loads[1..].iter().cloned()));
         plan_pass(&self.gate(), &cache, self.exact(), t(100_000))
     }
 }
