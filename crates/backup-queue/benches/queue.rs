@@ -76,8 +76,8 @@ fn incremental(c: &mut Criterion) {
         // planner reads (Velero's progress updates): nothing to write; the
         // controller takes the `writes` path for such events.
         let mut progress = done.clone();
-        progress.phase = Phase::ReadyToStart;
         progress.resource_version = Some("progress".into());
+        done.phase = Phase::Other;
 
         for (label, state, event) in [
             ("full_cluster_completes", &state, &completed),
