@@ -1,6 +1,5 @@
-//! The controller's error type.
-
-use controller_kit::metrics::ErrorKind;
+//! The controller's error type. API failures during passes are not errors
+//! of `run`: the runtime counts them by kind and retries.
 
 /// Errors of the host-label controller.
 #[derive(Debug, thiserror::Error)]
@@ -22,44 +21,4 @@ pub enum Error {
     /// The runtime (server, leader election, settings) failed.
     #[error(transparent)]
     Runtime(#[from] controller_kit::Error),
-    /// A Kubernetes API call failed.
-    #[error("Kubernetes API call failed while {action}: {source}")]
-    Kube {
-        /// What the controller was doing.
-        action: String,
-        /// Why.
-        #[source]
-        source: kube::Error,
-    },
-    /// A Node kept changing under our patches.
-    #[error(
-        "Node {node}: still conflicting after {attempts} attempts; will retry on the next change"
-    )]
-    Conflicts {
-        /// The Node.
-        node: String,
-        /// Attempts made.
-        attempts: u32,
-    },
-}
-
-impl Error {
-    /// Wraps a kube error with what was being done.
-    pub fn kube(action: impl Into<String>, source: kube::Error) -> Self {
-        Self::Kube {
-            action: action.into(),
-            source,
-        }
-    }
-}
-
-impl ErrorKind for Error {
-    fn kind(&self) -> &'static str {
-        match self {
-            Self::InvalidArgument { .. } | Self::LabelKey(_) => "invalid_argument",
-            Self::Runtime(_) => "runtime",
-            Self::Kube { .. } => "kube_api",
-            Self::Conflicts { .. } => "conflict",
-        }
-    }
 }
