@@ -32,8 +32,7 @@ mod universe;
 pub use explain::{SHARED_NAMES_SHOWN, SharedNamespaces, WaitReason};
 pub use input::{BackupInput, NamespaceFilter, Phase, QueueInput};
 pub use namespaces::{
-    FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, is_namespace_name,
-    validate_pattern,
+    FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, validate_pattern,
 };
 pub use pass::plan;
 pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting};
