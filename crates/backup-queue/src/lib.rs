@@ -13,8 +13,9 @@
 //!   backup left waiting;
 //! - [`QueueState`] keeps resolved namespace sets up to date one
 //!   [`QueueEvent`] at a time and plans without re-resolving anything;
-//! - [`reference`](mod@reference) is a deliberately straightforward model of Velero's own
-//!   reconcile loop, the baseline for tests and benchmarks.
+//! - with the `reference` feature, `reference` is a deliberately
+//!   straightforward model of Velero's own reconcile loop, the oracle of the
+//!   tests, benchmarks and fuzz target (not needed to plan).
 //!
 //! No I/O, no clock, no randomness: the same input gives the same plan.
 #![warn(missing_docs)]
@@ -25,6 +26,7 @@ mod input;
 mod namespaces;
 mod pass;
 mod plan;
+#[cfg(feature = "reference")]
 pub mod reference;
 mod state;
 mod universe;
