@@ -89,7 +89,7 @@ pub fn host_map<'a>(machines: impl IntoIterator<Item = &'a Machine>) -> HostMap 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::machine::{MachineNodeRef, MachineStatus};
+    use crate::capi::{MachineNodeRef, MachineStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use proptest::prelude::*;
 

@@ -5,14 +5,14 @@
 //! field optional, unknown fields ignored, so any version a Cluster API
 //! server writes deserialises; never write one back with `replace()`.
 //!
-//! | kind | versions read | module |
+//! | kind | versions read | type |
 //! |---|---|---|
-//! | `Machine` | `v1beta1`, `v1beta2` | [`machine`] |
+//! | `Machine` | `v1beta1`, `v1beta2` | [`Machine`] |
 //!
 //! Translations: Machines → node name → host name ([`host_map`]).
 
 mod hosts;
-pub mod machine;
+mod machine;
 
 pub use hosts::{HostMap, ShadowedMachine, host_map};
-pub use machine::Machine;
+pub use machine::{Machine, MachineNodeRef, MachineStatus};
