@@ -6,15 +6,19 @@
 //! Namespaces, keeps a [`backup_queue::QueueState`] up to date from the
 //! watch events, and writes what the plan says: `status.phase`
 //! (`Queued`/`ReadyToStart`) and `status.queuePosition`, plus the
-//! [`convert::REASON_ANNOTATION`] saying why a backup waits, and Events
+//! [`REASON_ANNOTATION`] saying why a backup waits, and Events
 //! (`Queued`, `Waiting`, `Started`, `ForeignQueueWriter`,
-//! `InvalidNamespaceFilter`).
+//! `InvalidNamespaceFilter`). It runs on controller-kit's snapshot runtime:
+//! [`index`] (the queue state), [`pass`] (the planner, explaining waiting
+//! backups only when their reasons may have changed), [`writes`] (the
+//! executor).
 //!
 //! Safety: every write is a merge patch conditioned on the resourceVersion
 //! it was planned from (a stale decision fails with 409 and is re-planned
 //! from fresh state); the plan's writes are made in an order whose every
-//! prefix is safe; the state is rebuilt from the objects after every
-//! (re)list, so a restart loses nothing; with `--leader-elect` only the
+//! prefix is safe; the response of every write goes into the index at once;
+//! the state is rebuilt from the objects after every (re)list, so a restart
+//! loses nothing; with `--leader-elect` only the
 //! Lease holder acts and losing the Lease stops it at once.
 //!
 //! `main` parses [`cli::Cli`], builds the client and calls [`run`]; tests
@@ -24,21 +28,23 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli;
-pub mod convert;
+pub mod config;
 pub mod error;
-pub mod foreign;
+pub mod index;
 pub mod manifests;
 pub mod metrics;
-mod queue_loop;
+pub mod pass;
 pub mod writes;
 
 use controller_kit::runner::run_controller;
+use controller_kit::snapshot::{Runtime, Settings};
 use controller_kit::{Shutdown, ShutdownReason};
 
-pub use cli::{CONTROLLER_NAME, Config, StatusSubresource};
-pub use error::{Error, ErrorKindLabel};
+pub use config::{CONTROLLER_NAME, Config, REASON_ANNOTATION, StatusSubresource};
+pub use error::Error;
+pub use index::queue_position_entry;
 pub use metrics::Metrics;
-pub use queue_loop::{human_duration, reason_text};
+pub use pass::{human_duration, reason_text};
 
 /// The metric registry, the controller's [`Metrics`] and the `/readyz`
 /// flag, created before [`run_with`] so a caller (a test) can read them.
@@ -73,9 +79,28 @@ pub async fn run_with(
             dry_run = config.dry_run,
             "backup queue controller running"
         );
-        queue_loop::QueueLoop::new(client, config, status_subresource, metrics, readiness)
-            .run(work_shutdown)
-            .await
+        let mut settings = Settings::new(CONTROLLER_NAME);
+        settings.instance.clone_from(&config.instance);
+        settings.dry_run = config.dry_run;
+        settings.retry_backoff = config.retry_backoff;
+        settings.max_retry_backoff = config.max_retry_backoff;
+        let runtime = Runtime::new(
+            client.clone(),
+            settings,
+            index::QueueIndex::new(config.concurrent_backups),
+            writes::Queue::new(
+                client.clone(),
+                config.clone(),
+                status_subresource,
+                metrics.clone(),
+            ),
+            metrics.controller.clone(),
+            readiness,
+        );
+        index::watches(runtime, &client, &config.namespace)
+            .run(&work_shutdown)
+            .await?;
+        Ok(())
     })
     .await
 }

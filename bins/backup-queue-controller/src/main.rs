@@ -1,7 +1,8 @@
 //! `backup-queue-controller`: parse arguments, build the client, run.
 
 use anyhow::Context as _;
-use backup_queue_controller::cli::{Cli, Command, Config};
+use backup_queue_controller::Config;
+use backup_queue_controller::cli::{Cli, Command};
 use clap::Parser;
 use controller_kit::Shutdown;
 

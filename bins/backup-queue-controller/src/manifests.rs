@@ -7,7 +7,7 @@ use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, normali
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::cli::CONTROLLER_NAME;
+use crate::config::CONTROLLER_NAME;
 
 /// The image the generated Deployment runs (override with `--image`).
 pub const DEFAULT_IMAGE: &str = "ghcr.io/placement-policies/backup-queue-controller:0.1.0";

@@ -3,8 +3,9 @@
 //!
 //! | metric | type | meaning |
 //! |---|---|---|
-//! | `backup_queue_controller_reconciles_total` | counter | planning passes |
-//! | `backup_queue_controller_reconcile_errors_total{kind}` | counter | failures by [`crate::ErrorKindLabel`] |
+//! | `backup_queue_controller_reconciles_total` | counter | passes (plan and write) |
+//! | `backup_queue_controller_reconcile_errors_total{kind}` | counter | failed API calls (`kube_api`, `forbidden`), `watch` and `event` failures |
+//! | `backup_queue_controller_writes_total{outcome}` | counter | writes: `written`, `dry_run`, `conflict`, `not_found`, `failed` |
 //! | `backup_queue_controller_reconcile_duration_seconds` | histogram | planning + writing time |
 //! | `backup_queue_controller_queue_depth` | gauge | backups `Queued` after the last plan |
 //! | `backup_queue_controller_active_backups` | gauge | backups `ReadyToStart`/`InProgress` after the last plan |
@@ -105,7 +106,14 @@ mod tests {
     fn metric_names_are_stable() {
         let mut registry = Registry::default();
         let m = Metrics::register(&mut registry);
-        m.controller.record_error(&crate::ErrorKindLabel::Conflict);
+        m.controller.record_write("conflict");
+        struct Failed;
+        impl controller_kit::metrics::ErrorKind for Failed {
+            fn kind(&self) -> &'static str {
+                "kube_api"
+            }
+        }
+        m.controller.record_error(&Failed);
         let text = controller_kit::metrics::encode(&registry).unwrap();
         let mut names: Vec<&str> = text
             .lines()
@@ -113,8 +121,6 @@ mod tests {
             .collect();
         names.sort_unstable();
         insta::assert_snapshot!(names.join("\n"));
-        assert!(
-            text.contains("backup_queue_controller_reconcile_errors_total{kind=\"conflict\"} 1")
-        );
+        assert!(text.contains("backup_queue_controller_writes_total{outcome=\"conflict\"} 1"));
     }
 }

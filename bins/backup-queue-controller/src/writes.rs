@@ -1,17 +1,36 @@
-//! The patches the controller sends, as pure functions of a planned write.
+//! The executor, and the patches it sends as pure functions of a planned
+//! write.
 //!
-//! Every status write is a JSON merge patch carrying
-//! `metadata.resourceVersion` from the snapshot it was planned from: the API
-//! server treats it as a precondition and answers `409 Conflict` if the
-//! Backup changed since, so a decision based on stale data never lands.
-//! Only the fields this controller owns are touched (`status.phase`,
-//! `status.queuePosition`, the [`REASON_ANNOTATION`]); the object is never
-//! replaced (CONVENTIONS §4).
+//! Every write is a JSON merge patch conditioned (by the runtime's writer)
+//! on the resourceVersion the plan was made from: the API server answers
+//! `409 Conflict` if the Backup changed since, so a decision based on stale
+//! data never lands; the writer then reads the Backup again and the pass is
+//! made again from fresh state. Only the fields this controller owns are
+//! touched (`status.phase`, `status.queuePosition`, the
+//! [`REASON_ANNOTATION`]); the object is never replaced (CONVENTIONS §4).
+//! Writes are made one by one in the plan's order and the plan stops at the
+//! first refused one (every prefix of a plan is safe).
+//!
+//! With a status subresource, the status goes to `/status` and the
+//! annotation to the object, conditioned on the version the first patch
+//! produced.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::time::Duration;
 
 use backup_queue::StatusChange;
+use controller_kit::snapshot::{Outcome, Reconciler, Refused, Target, Timestamp, Writer, Written};
+use kube::api::Api;
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
 use serde_json::{Map, Value, json};
+use velero_api::Backup;
 
-use crate::convert::REASON_ANNOTATION;
+use crate::config::{Config, REASON_ANNOTATION};
+use crate::index::QueueIndex;
+use crate::metrics::Metrics;
+use crate::pass::{self, QueuePlan, human_duration};
 
 /// What to do with the reason annotation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +48,7 @@ pub enum ReasonUpdate {
 pub struct BackupWrite {
     /// The Backup's name.
     pub backup: String,
-    /// The resourceVersion the decision was made from.
+    /// The resourceVersion the decision was made from (the precondition).
     pub resource_version: Option<String>,
     /// Status change, if any.
     pub change: Option<StatusChange>,
@@ -45,21 +64,12 @@ fn status_value(change: StatusChange) -> Value {
     })
 }
 
-fn metadata(resource_version: Option<&str>, reason: &ReasonUpdate) -> Map<String, Value> {
-    let mut meta = Map::new();
-    if let Some(rv) = resource_version {
-        meta.insert("resourceVersion".into(), json!(rv));
-    }
+fn annotations(reason: &ReasonUpdate) -> Option<Value> {
     match reason {
-        ReasonUpdate::Keep => {}
-        ReasonUpdate::Set(text) => {
-            meta.insert("annotations".into(), json!({ REASON_ANNOTATION: text }));
-        }
-        ReasonUpdate::Remove => {
-            meta.insert("annotations".into(), json!({ REASON_ANNOTATION: null }));
-        }
+        ReasonUpdate::Keep => None,
+        ReasonUpdate::Set(text) => Some(json!({ REASON_ANNOTATION: text })),
+        ReasonUpdate::Remove => Some(json!({ REASON_ANNOTATION: null })),
     }
-    meta
 }
 
 impl BackupWrite {
@@ -69,36 +79,292 @@ impl BackupWrite {
     }
 
     /// The merge patch for a Backup CRD without a status subresource
-    /// (Velero's): status and annotation in one conditional write.
+    /// (Velero's): status and annotation in one write.
     pub fn object_patch(&self) -> Value {
         let mut body = Map::new();
-        body.insert(
-            "metadata".into(),
-            Value::Object(metadata(self.resource_version.as_deref(), &self.reason)),
-        );
+        let mut metadata = Map::new();
+        if let Some(a) = annotations(&self.reason) {
+            metadata.insert("annotations".into(), a);
+        }
+        body.insert("metadata".into(), Value::Object(metadata));
         if let Some(change) = self.change {
             body.insert("status".into(), status_value(change));
         }
         Value::Object(body)
     }
 
-    /// With a status subresource: the conditional merge patch for `/status`
-    /// (if the status changes), then the merge patch for the annotation on
-    /// the object (if it changes), conditioned on `resource_version_after`
-    /// (the version the first patch produced, or the planned one).
-    pub fn subresource_patches(
+    /// With a status subresource: the merge patch for `/status`, if the
+    /// status changes.
+    pub fn status_patch(&self) -> Option<Value> {
+        self.change
+            .map(|change| json!({ "status": status_value(change) }))
+    }
+
+    /// With a status subresource: the merge patch of the annotation on the
+    /// object, if it changes.
+    pub fn annotation_patch(&self) -> Option<Value> {
+        annotations(&self.reason).map(|a| json!({ "metadata": { "annotations": a } }))
+    }
+}
+
+/// The pass and the executor, with what the executor remembers.
+pub struct Queue {
+    client: kube::Client,
+    config: Config,
+    status_subresource: bool,
+    metrics: Metrics,
+    warned_foreign: HashSet<(String, String)>,
+    warned_invalid: HashSet<(String, String)>,
+}
+
+impl Queue {
+    /// A queue writing through `client`; `status_subresource` says whether
+    /// the Backup CRD serves `/status`.
+    pub fn new(
+        client: kube::Client,
+        config: Config,
+        status_subresource: bool,
+        metrics: Metrics,
+    ) -> Self {
+        Self {
+            client,
+            config,
+            status_subresource,
+            metrics,
+            warned_foreign: HashSet::new(),
+            warned_invalid: HashSet::new(),
+        }
+    }
+
+    async fn carry_out(&mut self, plan: QueuePlan, writer: &mut Writer<'_, QueueIndex>) -> Outcome {
+        self.warn_foreign_writers(writer).await;
+        self.warn_invalid(&plan, writer).await;
+        if plan.explained {
+            self.metrics
+                .controller
+                .queue_depth
+                .set(i64::try_from(plan.queued).unwrap_or(i64::MAX));
+            self.metrics.active_backups.set(i64::from(plan.active));
+        }
+        if !plan.writes.is_empty() {
+            tracing::debug!(
+                writes = plan.writes.len(),
+                active = plan.active,
+                queued = plan.queued,
+                "carrying out plan"
+            );
+        }
+        let api: Api<Backup> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        for write in &plan.writes {
+            let outcome = self.write_one(&api, write, writer).await;
+            if outcome != Outcome::Done {
+                return outcome;
+            }
+        }
+        if plan.explained {
+            writer.index_mut().explained();
+        }
+        Outcome::Done
+    }
+
+    async fn warn_foreign_writers(&mut self, writer: &Writer<'_, QueueIndex>) {
+        let sightings: Vec<(String, String)> = writer
+            .index()
+            .foreign_writers()
+            .iter()
+            .filter(|key| !self.warned_foreign.contains(*key))
+            .cloned()
+            .collect();
+        for key in sightings {
+            tracing::warn!(
+                backup = %key.0,
+                manager = %key.1,
+                "another field manager writes status.queuePosition of this Backup: two queue controllers may be ordering the same queue; disable Velero's queue controller with --disable-controllers (see docs/operations.md)"
+            );
+            self.metrics.foreign_queue_writers.inc();
+            let note = format!(
+                "field manager {:?} also writes status.queuePosition; run only one backup queue controller (Velero: --disable-controllers=backup-queue)",
+                key.1
+            );
+            if let Some(backup) = writer.index().backup(&key.0) {
+                publish(
+                    writer,
+                    backup,
+                    EventType::Warning,
+                    "ForeignQueueWriter",
+                    "Detect",
+                    note,
+                )
+                .await;
+            }
+            self.warned_foreign.insert(key);
+        }
+    }
+
+    async fn warn_invalid(&mut self, plan: &QueuePlan, writer: &Writer<'_, QueueIndex>) {
+        for key in &plan.invalid {
+            if !self.warned_invalid.insert(key.clone()) {
+                continue;
+            }
+            tracing::warn!(backup = %key.0, error = %key.1, "invalid namespace filter; the backup is treated as covering every namespace");
+            if let Some(backup) = writer.index().backup(&key.0) {
+                let note = format!(
+                    "{}; queued as if it covered every namespace, Velero will probably fail its validation",
+                    key.1
+                );
+                publish(
+                    writer,
+                    backup,
+                    EventType::Warning,
+                    "InvalidNamespaceFilter",
+                    "Plan",
+                    note,
+                )
+                .await;
+            }
+        }
+    }
+
+    async fn write_one(
         &self,
-        resource_version_after: Option<&str>,
-    ) -> (Option<Value>, Option<Value>) {
-        let status = self.change.map(|change| {
-            json!({
-                "metadata": metadata(self.resource_version.as_deref(), &ReasonUpdate::Keep),
-                "status": status_value(change),
-            })
-        });
-        let annotation = (self.reason != ReasonUpdate::Keep)
-            .then(|| json!({ "metadata": metadata(resource_version_after, &self.reason) }));
-        (status, annotation)
+        api: &Api<Backup>,
+        write: &BackupWrite,
+        writer: &mut Writer<'_, QueueIndex>,
+    ) -> Outcome {
+        let change = write.change.map(|c| format!("{c:?}"));
+        let change = change.as_deref().unwrap_or("none");
+        match self.patch(api, write, writer).await {
+            Ok(()) => {
+                tracing::info!(backup = %write.backup, change, dry_run = writer.dry_run(), "wrote");
+                self.record_success(write, writer).await;
+                Outcome::Done
+            }
+            Err(refused) => {
+                if matches!(refused, Refused::Conflict) {
+                    self.metrics.conflicts.inc();
+                }
+                tracing::info!(backup = %write.backup, %refused, "write refused; stopping this plan");
+                refused.outcome()
+            }
+        }
+    }
+
+    async fn patch(
+        &self,
+        api: &Api<Backup>,
+        write: &BackupWrite,
+        writer: &mut Writer<'_, QueueIndex>,
+    ) -> Result<(), Refused> {
+        let name = &write.backup;
+        let planned = write.resource_version.as_deref();
+        if !self.status_subresource {
+            writer
+                .patch(api, name, planned, write.object_patch(), Target::Object)
+                .await?;
+            return Ok(());
+        }
+        let mut after = write.resource_version.clone();
+        if let Some(status) = write.status_patch()
+            && let Written::Applied(backup) = writer
+                .patch(api, name, planned, status, Target::Status)
+                .await?
+        {
+            after = backup.resource_version();
+        }
+        if let Some(annotation) = write.annotation_patch() {
+            writer
+                .patch(api, name, after.as_deref(), annotation, Target::Object)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Metrics and Events for a write that succeeded (or would have).
+    async fn record_success(&self, write: &BackupWrite, writer: &Writer<'_, QueueIndex>) {
+        let Some(backup) = writer.index().backup(&write.backup) else {
+            return;
+        };
+        match write.change {
+            Some(StatusChange::Start) => {
+                self.metrics.dequeues.inc();
+                let waited = backup
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map(|t| Timestamp::now().duration_since(t.0))
+                    .and_then(|d| Duration::try_from(d).ok())
+                    .unwrap_or_default();
+                self.metrics.wait_time.observe(waited.as_secs_f64());
+                let note = format!(
+                    "started after waiting {} (phase ReadyToStart)",
+                    human_duration(waited)
+                );
+                publish(
+                    writer,
+                    backup,
+                    EventType::Normal,
+                    "Started",
+                    "Dequeue",
+                    note,
+                )
+                .await;
+            }
+            Some(StatusChange::Enqueue { position }) => {
+                self.metrics.enqueues.inc();
+                let note = format!("queued at position {position}");
+                publish(writer, backup, EventType::Normal, "Queued", "Enqueue", note).await;
+            }
+            Some(StatusChange::Reposition { from, to }) => {
+                tracing::debug!(backup = %write.backup, from, to, "moved in the queue");
+            }
+            None => {}
+        }
+        if let ReasonUpdate::Set(text) = &write.reason {
+            publish(
+                writer,
+                backup,
+                EventType::Normal,
+                "Waiting",
+                "Plan",
+                text.clone(),
+            )
+            .await;
+        }
+    }
+}
+
+async fn publish(
+    writer: &Writer<'_, QueueIndex>,
+    backup: &Backup,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: action.into(),
+        secondary: None,
+    };
+    writer.publish(&event, &backup.object_ref(&())).await;
+}
+
+impl Reconciler for Queue {
+    type Index = QueueIndex;
+    type Plan = QueuePlan;
+
+    fn plan(&self, index: &QueueIndex, _now: Timestamp) -> QueuePlan {
+        pass::plan(index)
+    }
+
+    fn execute(
+        &mut self,
+        plan: QueuePlan,
+        writer: &mut Writer<'_, QueueIndex>,
+    ) -> impl Future<Output = Outcome> + Send {
+        self.carry_out(plan, writer)
     }
 }
 
@@ -116,7 +382,7 @@ mod tests {
     }
 
     #[test]
-    fn patches_are_conditional_and_touch_only_owned_fields() {
+    fn patches_touch_only_owned_fields() {
         let cases = [
             (
                 "start",
@@ -144,9 +410,8 @@ mod tests {
         let rendered: Vec<Value> = cases
             .iter()
             .map(|(name, w)| {
-                let (status, annotation) = w.subresource_patches(Some("42"));
                 json!({"case": name, "object": w.object_patch(),
-                       "status_subresource": {"status": status, "annotation": annotation}})
+                       "status_subresource": {"status": w.status_patch(), "annotation": w.annotation_patch()}})
             })
             .collect();
         insta::assert_json_snapshot!(rendered);

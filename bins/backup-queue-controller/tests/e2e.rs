@@ -432,10 +432,9 @@ async fn another_writer_of_queue_positions_is_reported_loudly() {
     let fake = FakeApi::new();
     seed_design_scenario(&fake);
     fake.modify_value(&id_of::<Backup>(), Some(NS), "backup3", |v| {
-        v["metadata"]["managedFields"] =
-            json!([backup_queue_controller::foreign::queue_position_entry(
-                "velero-server"
-            )]);
+        v["metadata"]["managedFields"] = json!([backup_queue_controller::queue_position_entry(
+            "velero-server"
+        )]);
     });
     let ctl = start(fake.client(), config(2));
     eventually("warning event", 10, || {

@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 
-use backup_queue_controller::cli::{Cli, Config, StatusSubresource};
+use backup_queue_controller::cli::Cli;
 use backup_queue_controller::manifests::{DEFAULT_IMAGE, ManifestScope, render};
+use backup_queue_controller::{Config, StatusSubresource};
 use clap::{CommandFactory, Parser};
 
 fn deploy_dir() -> PathBuf {

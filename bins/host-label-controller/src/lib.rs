@@ -1,26 +1,27 @@
 //! `host-label-controller`: keeps a label naming the physical host on every
-//! Node and audits host anti-affinity (issue 8, spec `placement.md` §B).
+//! Node and audits host anti-affinity.
 //!
 //! Host information (Node name → host) comes from Cluster API Machines
 //! (`status.nodeRef.name` and the Machine's `node.cluster.x-k8s.io/esxi-host`
-//! label) or from a HostInventory in a ConfigMap ([`cli::HostSource`]). The
-//! label plan for each Node comes from
-//! [`anti_affinity_placement::labels::HostLabelConfig::plan_node`]: sanitised
-//! values, only keys recorded in the controller's bookkeeping annotation are
-//! ever changed or removed, foreign labels are never touched.
+//! label) or from a HostInventory in a ConfigMap ([`config::HostSource`]).
+//! It runs on controller-kit's snapshot runtime:
 //!
-//! Nodes, Pods, and Machines or the inventory ConfigMap are watched
-//! (reflectors); any change triggers a pass within the debounce interval
-//! (50 ms), so a vMotion shows on the Node within seconds. A pass:
-//! 1. computes host information and patches each Node whose plan is not empty
-//!    (a JSON merge patch of labels and the annotation only, conditioned on
-//!    the resourceVersion it was planned from; a 409 re-reads the Node and
-//!    re-plans, up to 5 times);
-//! 2. audits ([`anti_affinity_placement::labels::audit`]) replicas of one
-//!    workload sharing a physical host and Nodes without the label, sets the
-//!    metrics, publishes Events (`ReplicasShareHost` on the pods' owner,
-//!    `HostLabelMissing` on the Node; each once per occurrence), and writes
-//!    the summary to the status ConfigMap when it changed.
+//! - [`index`]: Nodes, the Pods whose placement may care about hosts, and
+//!   the Machines or the inventory ConfigMap, from watches; any
+//!   host-relevant change causes a pass within the debounce interval
+//!   (50 ms), Pod churn within the audit interval (1 s), so a vMotion shows
+//!   on the Node within seconds;
+//! - [`pass`]: the label plan of each Node
+//!   ([`anti_affinity_placement::labels::HostLabelConfig::plan_node`]:
+//!   sanitised values, only keys recorded in the bookkeeping annotation are
+//!   ever changed or removed, foreign labels are never touched) and the audit
+//!   ([`anti_affinity_placement::labels::audit`]) of the Nodes as they will
+//!   be after the patches;
+//! - [`writes`]: the Node patches (conditioned on the resourceVersion they
+//!   were planned from; a 409 re-reads the Node and plans again), metrics,
+//!   Events (`ReplicasShareHost` on the pods' owner, `HostLabelMissing` on
+//!   the Node; each once per occurrence), and the summary in the status
+//!   ConfigMap when it changed.
 //!
 //! `--dry-run` plans, audits and logs, and writes nothing. `main` parses
 //! [`cli::Cli`], builds the client and calls [`run`]; tests call [`run`]
@@ -29,23 +30,35 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli;
+pub mod config;
 pub mod error;
+pub mod index;
 pub mod manifests;
 pub mod metrics;
+pub mod pass;
 pub mod report;
 pub mod source;
-mod sync;
+pub mod writes;
+
+use std::time::Duration;
 
 use controller_kit::runner::run_controller;
+use controller_kit::snapshot::{Runtime, Settings};
 use controller_kit::{Shutdown, ShutdownReason};
 
-pub use cli::{CONTROLLER_NAME, Config, HostSource, ObjectName};
+pub use config::{CONTROLLER_NAME, Config, HostSource, ObjectName};
 pub use error::Error;
 pub use metrics::Metrics;
 
 /// The metric registry, the controller's [`Metrics`] and the `/readyz`
 /// flag, created before [`run_with`] so a caller (a test) can read them.
 pub type Telemetry = controller_kit::runner::Telemetry<Metrics>;
+
+/// Wait before retrying a pass that failed; doubled per consecutive
+/// failure up to [`MAX_RETRY_AFTER`].
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// Upper bound of the retry wait.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Runs the controller until `shutdown` fires; returns the shutdown reason
 /// (its exit code tells `main` how to exit).
@@ -74,7 +87,24 @@ pub async fn run_with(
             dry_run = config.dry_run,
             "host label controller running"
         );
-        sync::run_loop(client, config, metrics, readiness, work_shutdown).await
+        let mut settings = Settings::new(CONTROLLER_NAME);
+        settings.instance.clone_from(&config.instance);
+        settings.dry_run = config.dry_run;
+        settings.resync = Some(config.resync);
+        settings.retry_backoff = RETRY_AFTER;
+        settings.max_retry_backoff = MAX_RETRY_AFTER;
+        let runtime = Runtime::new(
+            client.clone(),
+            settings,
+            index::HostIndex::new(&config),
+            writes::Labeller::new(client.clone(), config.clone(), metrics.clone()),
+            metrics.controller.clone(),
+            readiness,
+        );
+        index::watches(runtime, &client, &config)
+            .run(&work_shutdown)
+            .await?;
+        Ok(())
     })
     .await
 }

@@ -3,7 +3,8 @@
 use anyhow::Context as _;
 use clap::Parser;
 use controller_kit::Shutdown;
-use host_label_controller::cli::{Cli, Command, Config};
+use host_label_controller::Config;
+use host_label_controller::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -6,7 +6,7 @@ use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, normali
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::cli::{CONTROLLER_NAME, DEFAULT_STATUS_CONFIGMAP};
+use crate::config::{CONTROLLER_NAME, DEFAULT_STATUS_CONFIGMAP};
 
 /// The image the generated Deployment runs (override with `--image`).
 pub const DEFAULT_IMAGE: &str = "ghcr.io/placement-policies/host-label-controller:0.1.0";

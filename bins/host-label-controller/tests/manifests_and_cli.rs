@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser};
-use host_label_controller::cli::{Cli, Command, Config, DEFAULT_NAMESPACE};
+use host_label_controller::cli::{Cli, Command};
+use host_label_controller::config::{Config, DEFAULT_NAMESPACE};
 use host_label_controller::manifests::{DEFAULT_IMAGE, render};
 use host_label_controller::{HostSource, ObjectName};
 use serde_json::{Value, json};

@@ -7,6 +7,10 @@ use std::time::Duration;
 use kube_adapters::velero::GateScope;
 use load_soothe::Mode;
 
+/// The controller's name (field manager, ServiceAccount, Events reporter,
+/// metric prefix).
+pub const CONTROLLER_NAME: &str = "load-soothe-controller";
+
 /// How the gate decides (a subset of [`load_soothe::Mode`]: Velero's own
 /// behaviour is not offered, it is what this controller replaces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -61,7 +65,7 @@ pub struct Config {
     /// Decide and log, write nothing (no accepts, no ledger, no Events).
     pub dry_run: bool,
     /// Delay before held loads are decided again when nothing changes
-    /// (Velero: 5 s, L3.13).
+    /// (Velero: 5 s, L3.13): the runtime's resync.
     pub requeue_after: Duration,
     /// Exact mode: how often ledger entries whose load this instance never
     /// saw are checked with a GET (and dropped if the load is gone).

@@ -1,5 +1,5 @@
 //! `load-soothe-controller`: a prepare-queue admission gate for third-party
-//! Velero data movers (issue 8, item 1; spec `velero.md` §3.3).
+//! Velero data movers.
 //!
 //! Velero's node-agent holds back new loads while too many are in
 //! preparation (`loadConcurrency.prepareQueueLength`, L3.8–L3.14), but only
@@ -18,24 +18,86 @@
 //! - `--mode exact` admits through the shared ledger ConfigMap
 //!   (compare-and-swap on its resourceVersion): never more than the limit in
 //!   preparation, however many replicas run; `--mode optimistic` decides on
-//!   its own view only (bound: replicas × limit, see [`controller`]).
+//!   its own view only (bound: replicas × limit, see [`writes`]).
 //!
-//! `main.rs` parses [`args::Cli`] and calls [`run`] with an injected client.
+//! It runs on controller-kit's snapshot runtime: [`index`] (what the gate
+//! knows), [`pass`] (`load_soothe::plan_pass`), [`writes`] (the executor).
+//! Every replica acts (no leader election). `main.rs` parses [`cli::Cli`]
+//! and calls [`run`] with an injected client.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod args;
+pub mod cli;
 pub mod config;
-pub mod controller;
 pub mod error;
+pub mod index;
 pub mod loads;
+pub mod manifests;
 pub mod metrics;
-pub mod rbac;
-mod watch;
+pub mod pass;
+pub mod writes;
 
-pub use config::{Config, GateMode};
-pub use controller::run;
+use controller_kit::runner::run_controller;
+use controller_kit::snapshot::{Runtime, Settings};
+use controller_kit::{Shutdown, ShutdownReason};
+
+pub use config::{CONTROLLER_NAME, Config, GateMode};
 pub use error::Error;
+pub use metrics::Metrics;
 
-/// The controller's name (ServiceAccount, Events reporter, metric prefix).
-pub const CONTROLLER_NAME: &str = "load-soothe-controller";
+/// The metric registry, the controller's [`Metrics`] and the `/readyz`
+/// flag, created before [`run_with`] so a caller (a test) can read them.
+pub type Telemetry = controller_kit::runner::Telemetry<Metrics>;
+
+/// Runs the controller until `shutdown` fires; returns the shutdown reason
+/// (its exit code tells `main` how to exit).
+///
+/// The client is injected (tests pass one talking to `kube-fake-api`).
+/// Serves `/metrics`, `/healthz`, `/readyz` on [`Config::metrics_addr`] if
+/// set; `/readyz` turns ready once every watch has listed.
+pub async fn run(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+) -> Result<ShutdownReason, Error> {
+    run_with(client, config, shutdown, Telemetry::default()).await
+}
+
+/// [`run`] with caller-provided [`Telemetry`].
+pub async fn run_with(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+    telemetry: Telemetry,
+) -> Result<ShutdownReason, Error> {
+    let (settings, metrics, readiness) =
+        telemetry.into_run_settings(config.metrics_addr, None, config.dry_run);
+    let work_shutdown = shutdown.clone();
+    run_controller(client.clone(), settings, shutdown, move || async move {
+        tracing::info!(
+            node = %config.node,
+            mode = config.mode.as_str(),
+            namespace = %config.namespace,
+            datamovers = ?config.datamovers,
+            dry_run = config.dry_run,
+            "load soothe controller running"
+        );
+        let mut settings = Settings::new(CONTROLLER_NAME);
+        settings.instance = Some(config.node.clone());
+        settings.dry_run = config.dry_run;
+        settings.resync = Some(config.requeue_after);
+        let runtime = Runtime::new(
+            client.clone(),
+            settings,
+            index::GateIndex::new(config.clone()),
+            writes::Gate::new(client.clone(), config.clone(), metrics.clone()),
+            metrics.controller.clone(),
+            readiness,
+        );
+        index::watches(runtime, &client, &config)
+            .run(&work_shutdown)
+            .await?;
+        Ok(())
+    })
+    .await
+}

@@ -8,7 +8,8 @@
 //! `status.phase: Accepted`, `status.acceptedByNode` (this instance's
 //! `--node`), `status.acceptedTimestamp` (now), and the label
 //! `velero.io/expose-on-going: "true"`, in **one JSON merge patch on the
-//! main resource** that carries `metadata.resourceVersion` (a precondition:
+//! main resource** that carries `metadata.resourceVersion` (added by the
+//! runtime's writer; a precondition:
 //! `409 Conflict` if the load changed since it was read, so two replicas
 //! racing for one load cannot both accept it).
 //!
@@ -19,13 +20,12 @@
 
 use velero_api::labels::EXPOSE_ON_GOING;
 
-/// The accept patch (see the module docs). `resource_version` is the
-/// precondition; without one the patch is unconditional, so callers must
-/// only accept loads whose resourceVersion they know.
-pub fn accept_patch(resource_version: &str, node: &str, now: jiff::Timestamp) -> serde_json::Value {
+/// The accept patch (see the module docs). The runtime's writer adds the
+/// load's resourceVersion as the precondition; loads without a known
+/// resourceVersion are never accepted.
+pub fn accept_patch(node: &str, now: jiff::Timestamp) -> serde_json::Value {
     serde_json::json!({
         "metadata": {
-            "resourceVersion": resource_version,
             "labels": { EXPOSE_ON_GOING: "true" },
         },
         "status": {
@@ -41,15 +41,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn accept_patch_sets_velero_accept_fields_with_a_precondition() {
-        let patch = accept_patch("42", "node-a", "2026-11-22T03:00:01.5Z".parse().unwrap());
+    fn accept_patch_sets_velero_accept_fields() {
+        let patch = accept_patch("node-a", "2026-11-22T03:00:01.5Z".parse().unwrap());
         insta::assert_json_snapshot!(patch, @r#"
         {
           "metadata": {
             "labels": {
               "velero.io/expose-on-going": "true"
-            },
-            "resourceVersion": "42"
+            }
           },
           "status": {
             "acceptedByNode": "node-a",

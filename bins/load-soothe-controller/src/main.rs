@@ -1,8 +1,9 @@
 //! `load-soothe-controller` entry point: parse flags, build the client, run.
 
+use anyhow::Context as _;
 use clap::Parser;
 use controller_kit::Shutdown;
-use load_soothe_controller::args::Cli;
+use load_soothe_controller::cli::Cli;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -16,6 +17,9 @@ async fn main() -> anyhow::Result<()> {
     let client = controller_kit::args::kube_client(&cli.common).await?;
     let shutdown = Shutdown::new();
     shutdown.listen_for_signals()?;
-    load_soothe_controller::run(client, config, shutdown.clone()).await?;
-    std::process::exit(shutdown.reason().map_or(0, |r| r.exit_code()));
+    let reason = load_soothe_controller::run(client, config, shutdown)
+        .await
+        .context("load-soothe-controller failed")?;
+    tracing::info!(%reason, "stopped");
+    std::process::exit(reason.exit_code());
 }

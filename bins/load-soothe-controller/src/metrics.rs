@@ -2,13 +2,13 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `reconciles_total`, `reconcile_errors_total{kind}`, `reconcile_duration_seconds`, `queue_depth` | common set (controller-kit); one reconcile = one decision pass over the queue; queue depth = waiting loads of the configured data movers |
+//! | `reconciles_total`, `reconcile_errors_total{kind}`, `reconcile_duration_seconds`, `queue_depth`, `writes_total{outcome}` | common set (controller-kit's snapshot runtime); one reconcile = one pass over the queue; queue depth = waiting loads of the configured data movers |
 //! | `loads_in_preparation` | gauge | – (all four kinds, this instance's view) |
 //! | `prepare_queue_limit` | gauge | – (0 = gate disabled) |
 //! | `admitted_total` | counter | `kind` (the four load kinds) |
 //! | `held_loads` | gauge | – (waiting loads held at the last pass) |
 //! | `holds_total` | counter | `reason` (`QueueFull`, `WaitingBehind`, `LedgerFull`, `AdmittedElsewhere`, `LedgerUnavailable`) counted when a load's reason changes |
-//! | `wait_seconds` | histogram | – (first seen `New` by this instance → accepted) |
+//! | `wait_seconds` | histogram | – (creation → accepted by this instance) |
 //! | `ledger_writes_total` | counter | – |
 //! | `ledger_conflicts_total` | counter | – (409 on a ledger write) |
 //! | `accept_conflicts_total` | counter | – (409 on an accept: another replica or the data mover changed the load) |
@@ -66,7 +66,7 @@ pub struct Metrics {
 impl Metrics {
     /// Creates and registers the metrics.
     pub fn register(registry: &mut Registry) -> Metrics {
-        let prefix = crate::CONTROLLER_NAME.replace('-', "_");
+        let prefix = crate::config::CONTROLLER_NAME.replace('-', "_");
         let controller = ControllerMetrics::register(registry, &prefix);
         let m = Metrics {
             controller,
@@ -106,7 +106,7 @@ impl Metrics {
         );
         sub.register(
             "wait_seconds",
-            "Time from first seen New to accepted",
+            "Time from a load's creation to its acceptance by this instance",
             m.wait.clone(),
         );
         sub.register(
@@ -130,6 +130,12 @@ impl Metrics {
             m.config_errors.clone(),
         );
         m
+    }
+}
+
+impl controller_kit::runner::RegisteredMetrics for Metrics {
+    fn register_on(registry: &mut Registry) -> Self {
+        Self::register(registry)
     }
 }
 

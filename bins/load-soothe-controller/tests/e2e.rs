@@ -62,7 +62,7 @@ fn seed_burst(api: &FakeApi, n: usize) {
 
 struct Replica {
     shutdown: controller_kit::Shutdown,
-    task: JoinHandle<Result<(), load_soothe_controller::Error>>,
+    task: JoinHandle<Result<controller_kit::ShutdownReason, load_soothe_controller::Error>>,
 }
 
 fn start(api: &FakeApi, config: Config) -> Replica {

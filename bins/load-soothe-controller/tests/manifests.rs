@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use load_soothe_controller::GateMode;
-use load_soothe_controller::rbac::manifests_yaml;
+use load_soothe_controller::manifests::manifests_yaml;
 
 fn path(mode: GateMode) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -60,7 +60,7 @@ fn optimistic_mode_runs_one_instance_per_node_named_after_its_node() {
         "{optimistic}"
     );
     // `--node`'s environment variable is the one the DaemonSet sets.
-    let cli = <load_soothe_controller::args::Cli as clap::CommandFactory>::command();
+    let cli = <load_soothe_controller::cli::Cli as clap::CommandFactory>::command();
     let node = cli
         .get_arguments()
         .find(|a| a.get_long() == Some("node"))
@@ -74,7 +74,7 @@ fn optimistic_mode_runs_one_instance_per_node_named_after_its_node() {
 
 #[test]
 fn configmap_reads_and_ledger_patches_are_restricted_by_name_only_create_is_not() {
-    let exact = load_soothe_controller::rbac::manifest(GateMode::Exact).role_rules();
+    let exact = load_soothe_controller::manifests::manifest(GateMode::Exact).role_rules();
     let configmaps: Vec<_> = exact
         .iter()
         .filter(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))
@@ -99,7 +99,7 @@ fn configmap_reads_and_ledger_patches_are_restricted_by_name_only_create_is_not(
             .iter()
             .any(|r| r.verbs.iter().any(|v| v == "create"))
     );
-    let optimistic = load_soothe_controller::rbac::manifest(GateMode::Optimistic).role_rules();
+    let optimistic = load_soothe_controller::manifests::manifest(GateMode::Optimistic).role_rules();
     for rule in optimistic
         .iter()
         .filter(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))

@@ -68,6 +68,9 @@ pub enum Error {
     /// The tracing subscriber could not be installed.
     #[error("cannot install the tracing subscriber: {0}")]
     Tracing(String),
+    /// A watch stream ended, which kube's watcher never does on its own.
+    #[error("a watch stream ended unexpectedly")]
+    WatchEnded,
     /// Manifests could not be serialised.
     #[error("cannot render manifests as YAML: {0}")]
     Yaml(String),

@@ -30,7 +30,9 @@
 //! token with a non-zero exit code), [`events::EventPublisher`] (respects
 //! `--dry-run`), and [`rbac::ControllerManifest`] to generate the manifests
 //! from the binary's declared RBAC rules; [`runner::run_controller`] ties
-//! the server, leader election and the work together.
+//! the server, leader election and the work together, and
+//! [`snapshot::Runtime`] is the work of a controller that decides over a
+//! snapshot of everything it watches (index, pure pass, executor).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -44,6 +46,7 @@ pub mod rbac;
 pub mod runner;
 pub mod server;
 pub mod shutdown;
+pub mod snapshot;
 pub mod telemetry;
 
 pub use api_error::ApiErrorKind;

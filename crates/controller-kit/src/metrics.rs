@@ -6,6 +6,7 @@
 //! | `<prefix>_reconcile_errors_total` | counter | `kind` (bounded: `&'static str` from [`ErrorKind`]) |
 //! | `<prefix>_reconcile_duration_seconds` | histogram | – |
 //! | `<prefix>_queue_depth` | gauge | – |
+//! | `<prefix>_writes_total` | counter | `outcome`: `written`, `dry_run`, `conflict` (409), `not_found` (404), `failed` |
 //!
 //! Controllers register their own extra metrics on the same registry.
 
@@ -32,6 +33,13 @@ pub struct ErrorLabels {
     pub kind: &'static str,
 }
 
+/// The `outcome` label of the write counter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct WriteLabels {
+    /// `written`, `dry_run`, `conflict`, `not_found` or `failed`.
+    pub outcome: &'static str,
+}
+
 /// Histogram buckets for reconcile durations, in seconds (1 ms .. ~16 s).
 pub fn duration_buckets() -> impl Iterator<Item = f64> {
     prometheus_client::metrics::histogram::exponential_buckets(0.001, 2.0, 15)
@@ -48,6 +56,8 @@ pub struct ControllerMetrics {
     pub duration: Histogram,
     /// Objects waiting in the controller's queue (set by the controller).
     pub queue_depth: Gauge,
+    /// API writes by outcome.
+    pub writes: Family<WriteLabels, Counter>,
 }
 
 impl ControllerMetrics {
@@ -59,6 +69,7 @@ impl ControllerMetrics {
             errors: Family::default(),
             duration: Histogram::new(duration_buckets()),
             queue_depth: Gauge::default(),
+            writes: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix(prefix);
         sub.register(
@@ -81,6 +92,7 @@ impl ControllerMetrics {
             "Objects waiting to be processed",
             metrics.queue_depth.clone(),
         );
+        sub.register("writes", "API writes by outcome", metrics.writes.clone());
         metrics
     }
 
@@ -92,6 +104,11 @@ impl ControllerMetrics {
             histogram: self.duration.clone(),
             start: Instant::now(),
         }
+    }
+
+    /// Counts a write by its outcome.
+    pub fn record_write(&self, outcome: &'static str) {
+        self.writes.get_or_create(&WriteLabels { outcome }).inc();
     }
 
     /// Counts a failed reconciliation by the error's kind.

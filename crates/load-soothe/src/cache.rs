@@ -192,6 +192,18 @@ impl CountCache {
         self.cached
     }
 
+    /// What [`CountCache::counts`] would return now, without refreshing
+    /// anything (for a pass that must not change the cache).
+    pub fn counts_view(&self) -> KindCounts {
+        let mut view = self.cached;
+        for kind in LoadKind::ALL {
+            if self.stale[kind.index()] {
+                *view.get_mut(kind) = self.live.get(kind);
+            }
+        }
+        view
+    }
+
     /// The exact number of loads in preparation in this view, per kind
     /// (what a full re-list would count).
     pub fn live_counts(&self) -> KindCounts {

@@ -13,7 +13,7 @@ use crate::ledger::{
 use crate::model::{FifoKey, Load, LoadId};
 
 /// Why an entry may be removed, from this view.
-fn has_left_preparation(cache: &CountCache, id: &LoadId) -> bool {
+pub(crate) fn has_left_preparation(cache: &CountCache, id: &LoadId) -> bool {
     if cache.is_deleted(id) {
         return true;
     }
@@ -69,6 +69,15 @@ fn split(ledger: &Ledger, cache: &CountCache) -> (Vec<LedgerEntry>, Vec<LoadId>)
     (kept, removed)
 }
 
+/// Whether [`ACCEPT_GRACE`] after the entry's admission is over at `now`
+/// (then any node may accept the load, not only the admitting one).
+pub(crate) fn accept_grace_over(entry: &LedgerEntry, now: Timestamp) -> bool {
+    jiff::SignedDuration::try_from(ACCEPT_GRACE)
+        .ok()
+        .and_then(|g| entry.admitted_at.checked_add(g).ok())
+        .is_none_or(|deadline| now >= deadline)
+}
+
 /// The exact-mode decision for a load the gate applies to.
 ///
 /// Holds allocate nothing beyond the reason; only an admission builds the
@@ -83,11 +92,7 @@ pub(crate) fn decide_exact(
     let snapshot = view.ledger;
     let ledger = &snapshot.ledger;
     if let Some(entry) = ledger.entry(&load.id) {
-        let grace_over = jiff::SignedDuration::try_from(ACCEPT_GRACE)
-            .ok()
-            .and_then(|g| entry.admitted_at.checked_add(g).ok())
-            .is_none_or(|deadline| now >= deadline);
-        if entry.admitted_by != view.node && !grace_over {
+        if entry.admitted_by != view.node && !accept_grace_over(entry, now) {
             return hold(HoldReason::AdmittedElsewhere {
                 node: entry.admitted_by.clone(),
             });

@@ -19,7 +19,9 @@
 //!
 //! The pieces: [`Load`] (loads, phases, "in preparation"), [`GateConfig`]
 //! (enablement, L3.8), [`recount()`] (the transition table, L3.12),
-//! [`CountCache`] (the count cache), [`decide`] (the decision), [`Ledger`],
+//! [`CountCache`] (the count cache), [`decide`] (the decision for one load),
+//! [`plan_pass`] (the decisions for a whole queue at once, as a controller,
+//! `policyctl soothe` and the simulator make them), [`Ledger`],
 //! [`plan_admissions`] and [`plan_cleanup`] (exact mode). The discrete-event
 //! simulation of a cluster is the `load-soothe-sim` crate.
 //!
@@ -53,6 +55,7 @@ mod exact;
 mod gate;
 mod ledger;
 mod model;
+mod pass;
 mod recount;
 
 pub use cache::{Applied, CountCache, WatchEvent};
@@ -65,6 +68,7 @@ pub use ledger::{
     LedgerEntry, LedgerError, LedgerSnapshot, LedgerWrite,
 };
 pub use model::{FifoKey, KindCounts, Load, LoadId, LoadKind, Phase, in_preparation};
+pub use pass::{ExactInput, PassHold, PassPlan, plan_pass, retain_tombstones};
 pub use recount::{FixTrigger, Observed, Recount, RecountPolicy, VeleroTrigger, recount};
 
 impl RecountPolicy {

@@ -71,14 +71,13 @@ pub fn seed_design_scenario(fake: &FakeApi) {
     seed_backup(fake, backup("backup5", &["ns8", "ns9"], 5, "Queued", 3));
 }
 
-/// Test settings: short backoffs and settle timeout, no metrics server.
+/// Test settings: short backoffs, no metrics server.
 pub fn config(concurrent_backups: u32) -> Config {
     Config {
         concurrent_backups,
         status_subresource: StatusSubresource::Auto,
         retry_backoff: Duration::from_millis(20),
         max_retry_backoff: Duration::from_millis(300),
-        settle_timeout: Duration::from_secs(2),
         ..Config::new(NS)
     }
 }
@@ -160,10 +159,7 @@ pub fn annotation(fake: &FakeApi, name: &str) -> Option<String> {
     fake.get::<Backup>(Some(NS), name)
         .unwrap()
         .and_then(|b| b.metadata.annotations)
-        .and_then(|a| {
-            a.get(backup_queue_controller::convert::REASON_ANNOTATION)
-                .cloned()
-        })
+        .and_then(|a| a.get(backup_queue_controller::REASON_ANNOTATION).cloned())
 }
 
 /// (object name, reason, note) of the Events in the Velero namespace.

@@ -1,0 +1,160 @@
+//! The pass: from the index to the Node label patches and the audit, a pure
+//! function.
+//!
+//! 1. For every Node with host information, the label plan of
+//!    [`anti_affinity_placement::labels::HostLabelConfig::plan_node`]
+//!    (sanitised values; only keys recorded in the bookkeeping annotation are
+//!    ever changed or removed; foreign labels are never touched).
+//! 2. The audit ([`anti_affinity_placement::labels::audit`]) of the Nodes
+//!    *as they will be after the patches*: replicas of one workload sharing
+//!    a physical host (attributed to their owner), Nodes without the label,
+//!    and the status summary.
+
+use std::collections::BTreeMap;
+
+use anti_affinity_placement::labels::{HostLabelConfig, NodeLabelPlan, audit};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use kube::{Resource, ResourceExt};
+
+use crate::config::{Config, HostSource};
+use crate::index::HostIndex;
+use crate::report::{self, StatusSummary, Violation};
+
+/// A Node label patch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodePatch {
+    /// The Node.
+    pub node: String,
+    /// The physical host it runs on.
+    pub host: String,
+    /// The resourceVersion the plan was made from (the precondition).
+    pub resource_version: Option<String>,
+    /// What to change.
+    pub labels: NodeLabelPlan,
+}
+
+/// A Node lacking a host label, to report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unlabelled {
+    /// The Node.
+    pub node: String,
+    /// Where the Event goes.
+    pub reference: ObjectReference,
+    /// The Event note.
+    pub note: String,
+}
+
+/// What one pass decides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Node patches, by Node name.
+    pub patches: Vec<NodePatch>,
+    /// Replicas sharing a physical host, sorted.
+    pub violations: Vec<Violation>,
+    /// Nodes lacking a host label, sorted.
+    pub unlabelled: Vec<Unlabelled>,
+    /// Nodes the host source says nothing about.
+    pub without_host_information: usize,
+    /// The status ConfigMap content.
+    pub summary: StatusSummary,
+    /// Why the inventory cannot be used now (the last good one is used).
+    pub inventory_problem: Option<String>,
+}
+
+/// `machines` or `inventory NS/NAME (KEY)`.
+pub fn source_name(source: &HostSource) -> String {
+    match source {
+        HostSource::Machines => "machines".into(),
+        HostSource::Inventory { configmap, key } => format!("inventory {configmap} ({key})"),
+    }
+}
+
+/// The pass (see the module docs).
+pub fn plan(config: &Config, index: &HostIndex) -> Plan {
+    let hosts = index.hosts();
+    let (patches, nodes) = label_plans(&config.labels, index.nodes(), &hosts);
+    let pods: Vec<&Pod> = index.pods().collect();
+    let owned: Vec<Pod> = pods.iter().map(|p| (*p).clone()).collect();
+    let result = audit(&nodes, &owned, config.labels.keys(), &hosts);
+    let by_key: BTreeMap<String, &Pod> = pods.iter().map(|p| (report::pod_key(p), *p)).collect();
+    let violations = report::violations(&result, &by_key);
+    let without_host_information = nodes
+        .iter()
+        .filter(|n| hosts.get(&n.name_any()).is_none_or(String::is_empty))
+        .count();
+    let keys: Vec<String> = config
+        .labels
+        .keys()
+        .iter()
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    let source = source_name(&config.source);
+    let unlabelled = result
+        .unlabelled_nodes
+        .iter()
+        .filter_map(|name| {
+            let node = nodes.iter().find(|n| n.metadata.name.as_ref() == Some(name))?;
+            let why = if hosts.get(name).is_some_and(|h| !h.is_empty()) {
+                "the controller could not label it yet"
+            } else {
+                "the host information source has no host for it"
+            };
+            Some(Unlabelled {
+                node: name.clone(),
+                reference: node.object_ref(&()),
+                note: format!(
+                    "Node lacks host label(s) {}: {why} ({source}); anti-affinity and topology spread on these keys ignore it",
+                    keys.join(", ")
+                ),
+            })
+        })
+        .collect();
+    let summary = StatusSummary {
+        source,
+        label_keys: keys,
+        nodes: nodes.len(),
+        nodes_with_host_information: nodes.len() - without_host_information,
+        unlabelled_nodes: result.unlabelled_nodes.clone(),
+        shared_hosts: report::summary_violations(&violations),
+    };
+    Plan {
+        patches,
+        violations,
+        unlabelled,
+        without_host_information,
+        summary,
+        inventory_problem: index.inventory_problem().map(str::to_owned),
+    }
+}
+
+/// The patches, and every Node as it will be once they are made.
+fn label_plans<'a>(
+    labels: &HostLabelConfig,
+    nodes: impl Iterator<Item = &'a Node>,
+    hosts: &BTreeMap<String, String>,
+) -> (Vec<NodePatch>, Vec<Node>) {
+    let mut patches = Vec::new();
+    let mut after = Vec::new();
+    for node in nodes {
+        let mut node = node.clone();
+        let name = node.name_any();
+        if let Some(host) = hosts.get(&name).filter(|h| !h.is_empty()) {
+            let plan = labels.plan_node(&node, host);
+            if !plan.is_empty() {
+                let mut l = node.metadata.labels.take().unwrap_or_default();
+                let mut a = node.metadata.annotations.take().unwrap_or_default();
+                plan.apply(&mut l, &mut a);
+                node.metadata.labels = Some(l);
+                node.metadata.annotations = Some(a);
+                patches.push(NodePatch {
+                    node: name,
+                    host: host.clone(),
+                    resource_version: node.resource_version(),
+                    labels: plan,
+                });
+            }
+        }
+        after.push(node);
+    }
+    (patches, after)
+}

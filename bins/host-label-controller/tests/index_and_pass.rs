@@ -1,0 +1,137 @@
+//! The index and the pass, synchronously: objects are fed to the index the
+//! way the runtime's watches do, and the pass is a function call.
+
+use controller_kit::snapshot::IndexResource;
+use host_label_controller::cli::label_config;
+use host_label_controller::index::HostIndex;
+use host_label_controller::{Config, HostSource, ObjectName, pass};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use kube::runtime::reflector::ObjectRef;
+use kube_adapters::capi::Machine;
+use serde_json::json;
+
+const KEY: &str = "node.cluster.x-k8s.io/esxi-host";
+
+fn config(source: HostSource) -> Config {
+    Config::new(label_config(&[KEY.to_owned()], None).unwrap(), source)
+}
+
+fn node(name: &str, rv: &str) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": name, "resourceVersion": rv}})).unwrap()
+}
+
+fn machine(name: &str, node: &str, host: &str) -> Machine {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "capi", "labels": {KEY: host}},
+        "status": {"nodeRef": {"name": node}},
+    }))
+    .unwrap()
+}
+
+fn replica(name: &str, node: &str, anti_affinity: bool) -> Pod {
+    let mut spec = json!({"nodeName": node, "containers": [{"name": "c", "image": "x"}]});
+    if anti_affinity {
+        spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": KEY}]}});
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "app", "labels": {"app": "web"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u", "controller": true}]},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn nodes_with_host_information_get_a_conditional_patch_and_the_audit_sees_them_labelled() {
+    let cfg = config(HostSource::Machines);
+    let mut index = HostIndex::new(&cfg);
+    index.reset(
+        vec![node("n1", "5"), node("n2", "6"), node("n3", "7")],
+        vec![],
+    );
+    index.apply(machine("m1", "n1", "esx-1"));
+    index.apply(machine("m2", "n2", "esx-1"));
+    index.apply(replica("a", "n1", true));
+    index.apply(replica("b", "n2", true));
+    index.apply(replica("c", "n3", false));
+    assert_eq!(
+        index.pods().count(),
+        2,
+        "pods that cannot care about hosts are not kept"
+    );
+
+    let plan = pass::plan(&cfg, &index);
+    let patched: Vec<(&str, Option<&str>, &str)> = plan
+        .patches
+        .iter()
+        .map(|p| {
+            (
+                p.node.as_str(),
+                p.resource_version.as_deref(),
+                p.host.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        patched,
+        [("n1", Some("5"), "esx-1"), ("n2", Some("6"), "esx-1")]
+    );
+    assert_eq!(
+        plan.violations.len(),
+        1,
+        "a and b share esx-1 once labelled"
+    );
+    assert_eq!(plan.violations[0].pods, ["app/a", "app/b"]);
+    assert_eq!(plan.summary.unlabelled_nodes, ["n3"]);
+    assert_eq!(plan.without_host_information, 1);
+    assert!(plan.unlabelled[0].note.contains("has no host for it"));
+
+    // Once the Node carries the label (the patch response), nothing to do.
+    let mut labelled = node("n1", "8");
+    labelled.metadata.labels = Some([(KEY.to_owned(), "esx-1".to_owned())].into());
+    labelled.metadata.annotations =
+        Some([("policyctl/managed-host-labels".to_owned(), KEY.to_owned())].into());
+    index.apply(labelled);
+    let plan = pass::plan(&cfg, &index);
+    assert_eq!(plan.patches.len(), 1);
+    assert_eq!(plan.patches[0].node, "n2");
+    // A deleted Machine takes the host information with it.
+    IndexResource::<Machine>::delete(&mut index, ObjectRef::new("m2").within("capi"));
+    assert!(pass::plan(&cfg, &index).patches.is_empty());
+}
+
+#[test]
+fn an_unusable_inventory_keeps_the_last_good_host_information() {
+    let source = HostSource::Inventory {
+        configmap: ObjectName {
+            namespace: "ops".into(),
+            name: "hosts".into(),
+        },
+        key: "inventory.yaml".into(),
+    };
+    let cfg = config(source);
+    let mut index = HostIndex::new(&cfg);
+    assert_eq!(
+        index.inventory_problem(),
+        Some("the inventory ConfigMap does not exist")
+    );
+    let inventory = |doc: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": "hosts", "namespace": "ops"},
+            "data": {"inventory.yaml": doc}}))
+        .unwrap()
+    };
+    index.apply(inventory(
+        "apiVersion: policyctl/v1alpha1\nkind: HostInventory\nhosts:\n- name: esx1\nvms:\n- name: n1\n  group: w\n  host: esx1\n",
+    ));
+    assert_eq!(index.inventory_problem(), None);
+    assert_eq!(index.hosts()["n1"], "esx1");
+    index.apply(inventory("vms: ["));
+    assert!(index.inventory_problem().is_some());
+    assert_eq!(index.hosts()["n1"], "esx1", "last good kept");
+    // Another ConfigMap is not the inventory.
+    let mut other = inventory("vms: [");
+    other.metadata.name = Some("other".into());
+    index.apply(other);
+    assert_eq!(index.hosts().len(), 1);
+}

@@ -1,0 +1,313 @@
+//! The loop: watches in, passes out.
+
+use std::fmt::Debug;
+use std::pin::pin;
+use std::time::Duration;
+
+use futures::stream::{BoxStream, SelectAll};
+use futures::{FutureExt, StreamExt};
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::watch::{Update, Watch, updates};
+use super::writer::{Freshness, Versions, Writer};
+use super::{IndexResource, Outcome, Reconciler};
+use crate::Shutdown;
+use crate::events::EventPublisher;
+use crate::metrics::{ControllerMetrics, ErrorKind};
+use crate::server::Readiness;
+
+/// How the runtime paces passes and how it writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The controller's name: field manager of every write and reporter of
+    /// its Events.
+    pub name: &'static str,
+    /// This replica's name in Events (`reportingInstance`).
+    pub instance: Option<String>,
+    /// `--dry-run`: decide and log, write nothing.
+    pub dry_run: bool,
+    /// Pass at least this often even when nothing changes (time-based
+    /// decisions, and a safety net against a missed event).
+    pub resync: Option<Duration>,
+    /// First wait after a failed pass; doubles per consecutive failure.
+    pub retry_backoff: Duration,
+    /// Longest wait between retries.
+    pub max_retry_backoff: Duration,
+    /// Passes in a row that may end in [`Outcome::Replan`] before the
+    /// runtime backs off as for a failure (a writer fighting over an object).
+    pub max_quick_replans: u32,
+}
+
+impl Settings {
+    /// Defaults: no resync, backoff 100 ms doubling up to 10 s, three quick
+    /// re-plans, writes enabled.
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            instance: None,
+            dry_run: false,
+            resync: None,
+            retry_backoff: Duration::from_millis(100),
+            max_retry_backoff: Duration::from_secs(10),
+            max_quick_replans: 3,
+        }
+    }
+}
+
+struct WatchError;
+impl ErrorKind for WatchError {
+    fn kind(&self) -> &'static str {
+        "watch"
+    }
+}
+
+/// The snapshot-controller loop of one binary: see the
+/// [module docs](super).
+pub struct Runtime<R: Reconciler> {
+    settings: Settings,
+    index: R::Index,
+    reconciler: R,
+    metrics: ControllerMetrics,
+    readiness: Readiness,
+    events: EventPublisher,
+    watches: SelectAll<BoxStream<'static, (usize, Update<R::Index>)>>,
+    debounces: Vec<Duration>,
+}
+
+impl<R: Reconciler> Runtime<R> {
+    /// A runtime for `reconciler` over `index` (usually empty: the first
+    /// list of every watch fills it). `readiness` turns ready after the
+    /// initial sync.
+    pub fn new(
+        client: kube::Client,
+        settings: Settings,
+        index: R::Index,
+        reconciler: R,
+        metrics: ControllerMetrics,
+        readiness: Readiness,
+    ) -> Self {
+        let events = EventPublisher::new(
+            client,
+            settings.name,
+            settings.instance.clone(),
+            settings.dry_run,
+        );
+        Self {
+            settings,
+            index,
+            reconciler,
+            metrics,
+            readiness,
+            events,
+            watches: SelectAll::new(),
+            debounces: Vec::new(),
+        }
+    }
+
+    /// Adds a watch feeding the index's [`IndexResource<K>`].
+    #[must_use]
+    pub fn watch<K>(mut self, watch: Watch<K>) -> Self
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        R::Index: IndexResource<K>,
+    {
+        let id = self.debounces.len();
+        self.debounces.push(watch.debounce_time());
+        self.watches
+            .push(updates::<K, R::Index>(watch).map(move |u| (id, u)).boxed());
+        self
+    }
+
+    /// Runs until `shutdown` fires. Fails only if a watch stream ends (kube's
+    /// watcher never ends on its own).
+    pub async fn run(self, shutdown: &Shutdown) -> Result<(), crate::Error> {
+        let Self {
+            settings,
+            mut index,
+            mut reconciler,
+            metrics,
+            readiness,
+            events,
+            mut watches,
+            debounces,
+        } = self;
+        let mut state = LoopState {
+            synced: vec![false; debounces.len()],
+            all_synced: debounces.is_empty(),
+            due: None,
+            retry_at: None,
+            backoff: settings.retry_backoff,
+            quick_replans: 0,
+            versions: Versions::default(),
+        };
+        if state.all_synced {
+            readiness.set_ready(true);
+            state.due = Some(Instant::now());
+        }
+        let mut stop = pin!(shutdown.signalled());
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut stop => return Ok(()),
+                next = watches.next() => match next {
+                    Some((id, update)) => state.take(id, update, &mut index, &debounces, &metrics),
+                    None => return Err(crate::Error::WatchEnded),
+                },
+                () = sleep_until(state.wake_at()) => {}
+            }
+            // Coalesce: take in everything already delivered.
+            while let Some(Some((id, update))) = watches.next().now_or_never() {
+                state.take(id, update, &mut index, &debounces, &metrics);
+            }
+            if !state.all_synced {
+                if !state.synced.iter().all(|s| *s) {
+                    continue;
+                }
+                state.all_synced = true;
+                readiness.set_ready(true);
+                tracing::info!("every watch has listed; passes start");
+                state.due = Some(Instant::now());
+            }
+            let now = Instant::now();
+            if state.wake_at().is_none_or(|at| at > now) {
+                continue;
+            }
+            state.due = None;
+            state.retry_at = None;
+            let outcome = {
+                let _timer = metrics.reconcile_started();
+                let plan = reconciler.plan(&index, jiff::Timestamp::now());
+                let mut writer = Writer {
+                    index: &mut index,
+                    versions: &mut state.versions,
+                    metrics: &metrics,
+                    events: &events,
+                    shutdown,
+                    field_manager: settings.name,
+                    dry_run: settings.dry_run,
+                };
+                reconciler.execute(plan, &mut writer).await
+            };
+            state.after_pass(outcome, &settings);
+        }
+    }
+}
+
+struct LoopState {
+    synced: Vec<bool>,
+    all_synced: bool,
+    /// When the next pass is wanted.
+    due: Option<Instant>,
+    /// Not before this (backing off).
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    quick_replans: u32,
+    versions: Versions,
+}
+
+impl LoopState {
+    fn wake_at(&self) -> Option<Instant> {
+        if !self.all_synced {
+            return None;
+        }
+        let due = self.due?;
+        Some(self.retry_at.map_or(due, |r| r.max(due)))
+    }
+
+    fn want_pass(&mut self, after: Duration) {
+        let at = Instant::now() + after;
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+    }
+
+    fn take<I>(
+        &mut self,
+        id: usize,
+        update: Update<I>,
+        index: &mut I,
+        debounces: &[Duration],
+        metrics: &ControllerMetrics,
+    ) {
+        let debounce = debounces.get(id).copied().unwrap_or_default();
+        match update {
+            Update::Apply {
+                key,
+                version,
+                change,
+            } => match self.versions.observe(&key, version.as_deref()) {
+                Freshness::Newer => {
+                    change(index);
+                    self.want_pass(debounce);
+                }
+                Freshness::Same | Freshness::Older => {}
+            },
+            Update::Delete { key, change } => {
+                self.versions.forget(&key);
+                change(index);
+                self.want_pass(debounce);
+            }
+            Update::Reset {
+                listed,
+                removed,
+                change,
+            } => {
+                for (key, version) in &listed {
+                    self.versions.observe(key, version.as_deref());
+                }
+                for key in &removed {
+                    self.versions.forget(key);
+                }
+                change(index);
+                if let Some(synced) = self.synced.get_mut(id) {
+                    *synced = true;
+                }
+                self.want_pass(debounce);
+            }
+            Update::Failed { message } => {
+                tracing::warn!(%message, "watch failed; retrying with backoff");
+                metrics.record_error(&WatchError);
+            }
+        }
+    }
+
+    fn after_pass(&mut self, outcome: Outcome, settings: &Settings) {
+        let now = Instant::now();
+        let outcome = match outcome {
+            Outcome::Replan if self.quick_replans >= settings.max_quick_replans => {
+                tracing::debug!(
+                    replans = self.quick_replans,
+                    "writes keep being refused; backing off"
+                );
+                Outcome::Retry
+            }
+            other => other,
+        };
+        match outcome {
+            Outcome::Done => {
+                self.backoff = settings.retry_backoff;
+                self.quick_replans = 0;
+            }
+            Outcome::Replan => {
+                self.quick_replans += 1;
+                self.due = Some(now);
+            }
+            Outcome::Retry => {
+                self.quick_replans = 0;
+                self.retry_at = Some(now + self.backoff);
+                self.due = Some(now);
+                self.backoff = (self.backoff * 2).min(settings.max_retry_backoff);
+            }
+        }
+        if let Some(resync) = settings.resync {
+            self.want_pass(resync);
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
