@@ -1,13 +1,17 @@
 //! Hardware-aware anti-affinity.
 //!
-//! Two parts, one per module:
+//! Three parts, one per module:
 //! - [`hosts`]: virtual machines spread over physical hosts with soft or hard
 //!   anti-affinity, rebalancing and scale-down advice (spec §A);
 //! - [`labels`]: Node labels naming the physical host, and their audit
-//!   (spec §B).
+//!   (spec §B);
+//! - [`cluster_modules`]: CAPV's vSphere cluster modules (version gate,
+//!   module reconciliation, membership), their audit and the vMotions that
+//!   spread what vSphere left stacked (A.1–A.5, A.15, A.16).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cluster_modules;
 pub mod hosts;
 pub mod labels;
 

@@ -1,4 +1,5 @@
-//! Kubernetes name, label, label-selector and quantity validation.
+//! Kubernetes name, label, label-selector, quantity and `apiVersion`
+//! validation.
 //!
 //! The rules and the wording of the messages are apimachinery's
 //! (`k8s.io/apimachinery/pkg/util/validation`, `pkg/labels.NewRequirement`,
@@ -16,11 +17,13 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod group_version;
 mod names;
 mod quantity;
 mod requirement;
 mod selector;
 
+pub use group_version::{GroupVersion, GroupVersionError, parse_group_version};
 pub use names::{
     DNS1123_LABEL_MAX_LENGTH, DNS1123_SUBDOMAIN_MAX_LENGTH, LABEL_VALUE_MAX_LENGTH,
     QUALIFIED_NAME_MAX_LENGTH, is_dns1123_label, is_dns1123_subdomain, is_label_value,

@@ -67,11 +67,7 @@ impl LabelKey {
     /// (B.5: `node-role.kubernetes.io`, and `node-restriction.kubernetes.io`
     /// or `node.cluster.x-k8s.io` and their subdomains).
     pub fn is_synced_by_cluster_api(&self) -> bool {
-        let prefix = self.prefix();
-        prefix == "node-role.kubernetes.io"
-            || ["node-restriction.kubernetes.io", "node.cluster.x-k8s.io"]
-                .iter()
-                .any(|d| prefix == *d || prefix.strip_suffix(d).is_some_and(|s| s.ends_with('.')))
+        super::is_default_managed_label(&self.0)
     }
 }
 

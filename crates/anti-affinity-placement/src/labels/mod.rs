@@ -9,6 +9,9 @@
 //!   desired values → the labels to set and remove and the annotation update;
 //!   foreign labels are never touched.
 //! - [`audit`]: replicas sharing a host, nodes without the label.
+//! - [`MachineLabelSync`]: Cluster API's Machine → Node label propagation
+//!   (managed domains, additional expressions, the
+//!   `cluster.x-k8s.io/labels-from-machine` bookkeeping).
 //!
 //! Host information is a plain map node name → host name: from Cluster API
 //! Machines (`status.nodeRef.name` → the Machine's
@@ -18,6 +21,7 @@
 
 mod audit;
 mod key;
+mod machine_sync;
 mod plan;
 mod sanitize;
 
@@ -30,6 +34,11 @@ pub use audit::{Audit, SharedHost, audit};
 pub use key::{
     DEFAULT_HOST_LABEL_KEY, DEFAULT_MANAGED_LABELS_ANNOTATION, LabelKey, LabelKeyError,
     NODE_RESTRICTION_HOST_LABEL_KEY,
+};
+pub use machine_sync::{
+    InvalidSyncPattern, LABELS_FROM_MACHINE_ANNOTATION, MANAGED_NODE_LABEL_DOMAIN,
+    MachineLabelSync, NODE_RESTRICTION_LABEL_DOMAIN, NODE_ROLE_LABEL_PREFIX,
+    is_default_managed_label,
 };
 pub use plan::{NodeLabelPlan, plan_node_labels, recorded_keys};
 pub use sanitize::{Sanitized, capv_sanitize, sanitize, sanitize_label_value};

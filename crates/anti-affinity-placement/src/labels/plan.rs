@@ -35,6 +35,25 @@ impl NodeLabelPlan {
         self.set.is_empty() && self.remove.is_empty() && self.annotations.is_empty()
     }
 
+    /// Combine two plans for one Node into one: labels set by either are
+    /// set (`self`'s value wins where both set a key), a removal is dropped
+    /// when the other plan sets the key, and the annotation updates are
+    /// united (`self`'s wins on the same annotation).
+    pub fn merge(mut self, other: NodeLabelPlan) -> NodeLabelPlan {
+        for (key, value) in other.set {
+            self.set.entry(key).or_insert(value);
+        }
+        let mut remove: Vec<String> = self.remove.into_iter().chain(other.remove).collect();
+        remove.retain(|key| !self.set.contains_key(key));
+        remove.sort();
+        remove.dedup();
+        self.remove = remove;
+        for (key, value) in other.annotations {
+            self.annotations.entry(key).or_insert(value);
+        }
+        self
+    }
+
     /// Apply the plan to a Node's labels and annotations.
     pub fn apply(
         &self,

@@ -89,7 +89,7 @@ pub fn host_map<'a>(machines: impl IntoIterator<Item = &'a Machine>) -> HostMap 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::{MachineNodeRef, MachineStatus};
+    use crate::capi::machine::{MachineNodeRef, MachineStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use proptest::prelude::*;
 
@@ -101,6 +101,7 @@ mod tests {
                 labels: host.map(|h| [(DEFAULT_HOST_LABEL_KEY.to_owned(), h.to_owned())].into()),
                 ..ObjectMeta::default()
             },
+            spec: None,
             status: node.map(|n| MachineStatus {
                 node_ref: Some(MachineNodeRef { name: n.into() }),
             }),

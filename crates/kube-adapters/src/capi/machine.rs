@@ -1,15 +1,17 @@
 //! `cluster.x-k8s.io` `Machine`: its labels (CAPV writes the ESXi host
 //! there) and the Node it became.
 
-use std::borrow::Cow;
-
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-/// A Cluster API Machine: only `metadata` and `status.nodeRef.name`.
+use super::resource::{ObjectRef, partial_resource};
+
+/// A Cluster API Machine: `metadata`, `spec.infrastructureRef` and
+/// `status.nodeRef.name`.
 ///
-/// Reads `v1beta1` and `v1beta2` alike: `status.nodeRef` is an
+/// Reads `v1beta1` and `v1beta2` alike: `spec.infrastructureRef` is an
+/// `ObjectReference` in `v1beta1` and a `ContractVersionedObjectReference`
+/// in `v1beta2` (both carry `kind` and `name`); `status.nodeRef` is an
 /// `ObjectReference` in `v1beta1` and a `MachineNodeReference` (`{name}`) in
 /// `v1beta2`; both carry `name`, the only field read. As a
 /// [`kube::Resource`] it is served at `cluster.x-k8s.io/v1beta1`, which
@@ -19,9 +21,21 @@ pub struct Machine {
     /// Standard metadata (the labels carry the host).
     #[serde(default)]
     pub metadata: ObjectMeta,
+    /// The parts of the spec that are read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<MachineSpec>,
     /// The parts of the status that are read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MachineStatus>,
+}
+
+/// `Machine.spec` (only `infrastructureRef`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSpec {
+    /// The infrastructure machine (a VSphereMachine for CAPV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infrastructure_ref: Option<ObjectRef>,
 }
 
 /// `Machine.status` (only `nodeRef`).
@@ -43,6 +57,11 @@ pub struct MachineNodeRef {
 }
 
 impl Machine {
+    /// The infrastructure machine reference, when set.
+    pub fn infrastructure_ref(&self) -> Option<&ObjectRef> {
+        self.spec.as_ref()?.infrastructure_ref.as_ref()
+    }
+
     /// The name of the Node this Machine became: `status.nodeRef.name`,
     /// `None` when absent or empty (no Node yet).
     pub fn node_name(&self) -> Option<&str> {
@@ -55,29 +74,13 @@ impl Machine {
     }
 }
 
-impl kube::Resource for Machine {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        "Machine".into()
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        "cluster.x-k8s.io".into()
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        "v1beta1".into()
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        "machines".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+partial_resource!(
+    Machine,
+    "Machine",
+    "cluster.x-k8s.io",
+    "v1beta1",
+    "machines"
+);
 
 #[cfg(test)]
 mod tests {
