@@ -102,6 +102,10 @@ pub enum Command {
     HostLabels(HostLabelsArgs),
     /// Why a Pending pod (a data-mover pod especially) does not schedule.
     Diagnose(DiagnoseArgs),
+    /// CAPV's vSphere cluster modules of a cluster: which CAPV creates,
+    /// deletes and keeps, each Machine's module, which members share an ESXi
+    /// host, and the vMotions that would spread them.
+    Modules(ModulesArgs),
     /// The whole picture in tables: everything the other commands compute.
     Report,
 }
@@ -221,6 +225,23 @@ pub struct HostLabelsArgs {
     /// `node-restriction.kubernetes.io/` key cannot be forged by kubelets).
     #[arg(long, env = "POLICYCTL_HOST_LABEL_KEY")]
     pub key: Option<String>,
+    /// Also preview Cluster API's Machine → Node label sync: every Machine
+    /// label in the managed domains (`node-role.kubernetes.io`,
+    /// `node-restriction.kubernetes.io`, `node.cluster.x-k8s.io` and their
+    /// subdomains) goes to the Machine's Node, bookkept in the annotation
+    /// `cluster.x-k8s.io/labels-from-machine`.
+    #[arg(long, env = "POLICYCTL_SYNC_MACHINE_LABELS")]
+    pub sync_machine_labels: bool,
+    /// A regular expression: Machine labels whose key matches it (anywhere)
+    /// are synced too. Repeatable (one expression each: commas are part of
+    /// the expression); needs `--sync-machine-labels`.
+    #[arg(
+        long = "additional-sync-machine-labels",
+        value_name = "REGEX",
+        requires = "sync_machine_labels",
+        env = "POLICYCTL_ADDITIONAL_SYNC_MACHINE_LABELS"
+    )]
+    pub additional_sync_machine_labels: Vec<String>,
     /// `sanitize VALUE`: the label value a host name becomes.
     #[command(subcommand)]
     pub action: Option<HostLabelsAction>,
@@ -234,6 +255,15 @@ pub enum HostLabelsAction {
         /// The host name.
         value: String,
     },
+}
+
+/// Options of `modules`.
+#[derive(Debug, Args)]
+pub struct ModulesArgs {
+    /// The cluster (Cluster API cluster name, or VSphereCluster name) when
+    /// the input has several.
+    #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_CLUSTER")]
+    pub cluster: Option<ObjectRef>,
 }
 
 /// Options of `diagnose`.

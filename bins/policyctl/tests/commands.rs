@@ -460,7 +460,11 @@ fn host_labels_contract_keys() {
         serde_json::from_str(&ok(&["host-labels", "-o", "json"]).stdout).expect("JSON");
     assert_eq!(
         value["nodes"]["worker-b3"],
-        serde_json::json!({"set": {"node.cluster.x-k8s.io/esxi-host": "esx-04"}, "remove": []})
+        serde_json::json!({
+            "set": {"node.cluster.x-k8s.io/esxi-host": "esx-04"},
+            "remove": [],
+            "annotations": {"policyctl/managed-host-labels": "node.cluster.x-k8s.io/esxi-host"}
+        })
     );
     assert_eq!(
         value["audit"]["unlabelledNodes"],

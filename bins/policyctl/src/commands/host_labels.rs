@@ -1,6 +1,8 @@
-//! `host-labels [--key K]` and `host-labels sanitize VALUE`: the physical-host
-//! label every Node should carry, and an audit of replicas sharing a host
-//! (anti-affinity-placement's `labels` module, spec §B).
+//! `host-labels [--key K] [--sync-machine-labels]` and `host-labels sanitize
+//! VALUE`: the physical-host label every Node should carry, optionally the
+//! labels Cluster API would copy from each Machine to its Node (B.5, B.8),
+//! and an audit of replicas sharing a host (anti-affinity-placement's
+//! `labels` module).
 //!
 //! Host information comes from Cluster API Machines (the Machine's
 //! `node.cluster.x-k8s.io/esxi-host` label, for the Node named by
@@ -12,9 +14,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anti_affinity_placement::labels::{HostLabelConfig, HostLabelsReport, LabelKey, sanitize};
+use anti_affinity_placement::labels::{
+    HostLabelConfig, HostLabelsReport, LabelKey, MachineLabelSync, sanitize,
+};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube_adapters::capi::host_map;
+use kube_adapters::capi::{host_map, machine_label_plans};
 use serde_json::{Value, json};
 
 use crate::commands::CommandError;
@@ -62,20 +66,63 @@ pub fn report(
     key: Option<&str>,
     stderr: &mut dyn Write,
 ) -> Result<HostLabelsReport, CommandError> {
+    report_with_sync(inventory, key, None, stderr)
+}
+
+/// The Machine → Node label sync of `--sync-machine-labels` with the
+/// `--additional-sync-machine-labels` expressions.
+pub fn machine_sync(patterns: &[String]) -> Result<MachineLabelSync, CommandError> {
+    MachineLabelSync::new(patterns).map_err(|error| CommandError::Input(error.to_string()))
+}
+
+/// Computes the plans and the audit; with `sync`, each Node's plan also
+/// copies its Machine's managed labels (Cluster API's Machine → Node sync,
+/// B.5, B.8), merged into the host-label plan (sets win over removals, the
+/// host label's value over the Machine's).
+pub fn report_with_sync(
+    inventory: &Inventory,
+    key: Option<&str>,
+    sync: Option<&MachineLabelSync>,
+    stderr: &mut dyn Write,
+) -> Result<HostLabelsReport, CommandError> {
     let config = config(key)?;
     let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
     let pods: Vec<Pod> = inventory.pods.values().map(|l| l.object.clone()).collect();
     let hosts = host_of_node(inventory, stderr);
-    Ok(config.host_labels(&nodes, &pods, &hosts))
+    let mut report = config.host_labels(&nodes, &pods, &hosts);
+    if let Some(sync) = sync {
+        let synced = machine_label_plans(
+            &nodes,
+            inventory.machines.values().map(|located| &located.object),
+            sync,
+        );
+        for (node, used, ignored) in &synced.shadowed {
+            let _ = writeln!(
+                stderr,
+                "note: node {node}: Machine {ignored} also names it; syncing the labels of Machine {used}, first in namespace/name order"
+            );
+        }
+        for (node, plan) in synced.nodes {
+            let merged = match report.nodes.remove(&node) {
+                Some(host_plan) => host_plan.merge(plan),
+                None => plan,
+            };
+            report.nodes.insert(node, merged);
+        }
+    }
+    Ok(report)
 }
 
 /// The contract's JSON of a report.
 pub fn document(report: &HostLabelsReport) -> Value {
     json!({
-        "nodes": report.nodes.iter().map(|(node, plan)| (node.clone(), json!({
-            "set": plan.set,
-            "remove": plan.remove,
-        }))).collect::<serde_json::Map<_, _>>(),
+        "nodes": report.nodes.iter().map(|(node, plan)| {
+            let mut entry = json!({"set": plan.set, "remove": plan.remove});
+            if !plan.annotations.is_empty() {
+                entry["annotations"] = json!(plan.annotations);
+            }
+            (node.clone(), entry)
+        }).collect::<serde_json::Map<_, _>>(),
         "audit": {
             "unlabelledNodes": report.audit.unlabelled_nodes,
             "sharedHosts": report.audit.shared_hosts.iter().map(|shared| json!({
@@ -140,13 +187,14 @@ pub fn table_text(report: &HostLabelsReport) -> String {
     text
 }
 
-/// `host-labels [--key K]`.
+/// `host-labels [--key K] [--sync-machine-labels [--additional-sync-machine-labels RE]...]`.
 pub fn run(
     inventory: &Inventory,
     key: Option<&str>,
+    sync: Option<&MachineLabelSync>,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
-    let report = report(inventory, key, stderr)?;
+    let report = report_with_sync(inventory, key, sync, stderr)?;
     Ok(Output {
         document: document(&report),
         table: table_text(&report),

@@ -9,6 +9,7 @@ mod config_source;
 mod diagnose;
 mod host_labels;
 mod hosts;
+mod modules;
 mod queue;
 mod render;
 mod report;
@@ -130,12 +131,20 @@ pub fn execute(
                 Ok(CommandResult::success(host_labels::run_sanitize(value)))
             }
             None => {
-                host_labels::run(inventory, args.key.as_deref(), stderr).map(CommandResult::success)
+                let sync = args
+                    .sync_machine_labels
+                    .then(|| host_labels::machine_sync(&args.additional_sync_machine_labels))
+                    .transpose()?;
+                host_labels::run(inventory, args.key.as_deref(), sync.as_ref(), stderr)
+                    .map(CommandResult::success)
             }
         },
         Command::Diagnose(args) => {
             let config = config_source::resolve(global, inventory, stderr)?;
             diagnose::run(config.config()?, inventory, &args.pod).map(CommandResult::success)
+        }
+        Command::Modules(args) => {
+            modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
         }
         Command::Report => {
             let config = config_source::resolve(global, inventory, stderr)?;

@@ -13,7 +13,9 @@ use serde_json::{Map, Value, json};
 use crate::cli::{HostsAction, SootheMode};
 use crate::commands::affinity::{Direction, fragment_for_pvc};
 use crate::commands::config_source::ConfigInput;
-use crate::commands::{CommandError, concurrency, config_check, host_labels, hosts, queue, soothe};
+use crate::commands::{
+    CommandError, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
+};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
 
@@ -94,6 +96,11 @@ pub fn run(
         &host_labels::table_text(&labels),
     ));
     document.insert("hostLabels".to_owned(), host_labels::document(&labels));
+
+    if let Some((section_text, section_document)) = modules::report_section(inventory) {
+        text.push_str(&section_text);
+        document.insert("clusterModules".to_owned(), section_document);
+    }
 
     if inventory.host_inventories.len() == 1 {
         let plan = hosts::run(inventory, &HostsAction::Plan)?;

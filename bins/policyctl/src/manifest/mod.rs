@@ -15,6 +15,7 @@
 //! - Errors name the file, the 1-based document, the field path and the
 //!   offending value. The same object twice is an error.
 
+mod capi;
 mod error;
 mod objects;
 
@@ -24,6 +25,7 @@ use kube_adapters::meta::namespace_or_default;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use capi::{CAPI_KINDS, CapiInventory};
 pub use error::{FieldError, ManifestError, Origin};
 pub use objects::{Inventory, Located, ObjectKey, Objects};
 
@@ -221,12 +223,21 @@ fn add_object(
             )
         }
         _ => {
-            let entry = inventory
-                .ignored
-                .entry(format!("{api_version} {kind}"))
-                .or_insert((0, origin));
-            entry.0 += 1;
-            Ok(())
+            let Some(added) = capi::add(
+                &mut inventory.cluster_api,
+                origin.clone(),
+                api_version,
+                kind,
+                value,
+            ) else {
+                let entry = inventory
+                    .ignored
+                    .entry(format!("{api_version} {kind}"))
+                    .or_insert((0, origin));
+                entry.0 += 1;
+                return Ok(());
+            };
+            added
         }
     }
 }

@@ -10,6 +10,7 @@ use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use kube_adapters::capi::Machine;
 use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
+use super::capi::CapiInventory;
 use super::error::Origin;
 
 /// Identity of an object within its kind: namespace (empty for
@@ -93,6 +94,10 @@ pub struct Inventory {
     pub data_downloads: Objects<DataDownload>,
     /// Cluster API Machines (`cluster.x-k8s.io/v1beta1` or `v1beta2`).
     pub machines: Objects<Machine>,
+    /// The other Cluster API and CAPV kinds (Cluster, KubeadmControlPlane,
+    /// MachineDeployment, MachineSet, VSphereCluster, VSphereMachineTemplate,
+    /// VSphereVM).
+    pub cluster_api: CapiInventory,
     /// `policyctl/v1alpha1` HostInventories. They have no metadata, so each
     /// is keyed by where it was read (`file, document N`).
     pub host_inventories: Objects<HostInventory>,
@@ -103,9 +108,10 @@ pub struct Inventory {
 
 impl Inventory {
     /// Number of recognised objects per kind, in a fixed order, including
-    /// kinds with none.
+    /// kinds with none; the Cluster API kinds other than Machine follow when
+    /// the input has any of them.
     pub fn counts(&self) -> Vec<(&'static str, usize)> {
-        vec![
+        let mut counts = vec![
             ("ConfigMap", self.config_maps.len()),
             ("Node", self.nodes.len()),
             ("Namespace", self.namespaces.len()),
@@ -121,7 +127,11 @@ impl Inventory {
             ("DataDownload", self.data_downloads.len()),
             ("Machine", self.machines.len()),
             ("HostInventory", self.host_inventories.len()),
-        ]
+        ];
+        if !self.cluster_api.is_empty() {
+            counts.extend(self.cluster_api.counts());
+        }
+        counts
     }
 
     /// One line per ignored `apiVersion kind`, for standard error.
