@@ -5,22 +5,25 @@
 //! The gate sees every load of the input and handles all of them (as if one
 //! node-agent served the whole cluster): the loads in preparation (label
 //! `velero.io/expose-on-going=true`, or phase `Accepted`/`Prepared`) fill the
-//! `prepareQueueLength` slots, and the waiting loads are offered to the gate
-//! one by one in its first-in first-out order, each admission counting
-//! against the next decision. In exact mode the ledger ConfigMap
-//! (`velero-prepare-queue-ledger`) is read from the input when present, else
-//! the ledger starts empty; each admission's ledger write is applied before
-//! the next decision. With the gate disabled (`prepareQueueLength` absent or
-//! ≤ 0, L3.8) every waiting load is admitted.
+//! `prepareQueueLength` slots, and the waiting loads are decided in one pass
+//! of the gate, `load_soothe::plan_pass` — the same function the
+//! `load-soothe-controller` calls — in first-in first-out order: the free
+//! slots go to the first waiting loads, every later one is held, with the
+//! same reason the controller's `PrepareQueueHold` Event gives. In exact
+//! mode the ledger ConfigMap (`velero-prepare-queue-ledger`) is read from the
+//! input when present, else the ledger starts empty. With the gate disabled
+//! (`prepareQueueLength` absent or ≤ 0, L3.8) every waiting load is
+//! admitted.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use affinity_translate::NodeAgentConfig;
 use jiff::Timestamp;
 use kube_adapters::velero::{GateScope, LoadObject, load};
 use load_soothe::{
-    CountCache, Decision, Enablement, ExactView, GateConfig, LedgerSnapshot, Load, LoadId, Mode,
-    NotGated, RecountPolicy, decide,
+    CountCache, Enablement, ExactInput, ExactView, GateConfig, LedgerSnapshot, Load, LoadId, Mode,
+    RecountPolicy, plan_pass,
 };
 use load_soothe::{DEFAULT_LEDGER_NAME, Ledger};
 use serde_json::json;
@@ -140,7 +143,7 @@ pub fn admissions(
         Enablement::Enabled(limit) => in_preparation >= limit.get(),
         Enablement::Disabled(_) => false,
     };
-    let mut snapshot = if mode == Mode::Exact {
+    let snapshot = if mode == Mode::Exact {
         ledger(inventory)?
     } else {
         LedgerSnapshot::absent()
@@ -151,32 +154,20 @@ pub fn admissions(
         constrained,
         ..Admissions::default()
     };
-    let waiting: Vec<LoadId> = cache.waiting().map(|key| key.id()).collect();
-    for id in waiting {
-        let Some(load) = cache.get(&id).cloned() else {
-            continue;
-        };
-        let view = (mode == Mode::Exact).then_some(ExactView {
-            ledger: &snapshot,
-            node: GATE_NODE,
-        });
-        match decide(&gate, &mut cache, view, &load, now) {
-            Decision::Admit(_) | Decision::NotGated(NotGated::Disabled(_)) => {
-                result.decisions.push((load_name(&id), None));
-            }
-            Decision::WriteLedger(write) => {
-                result.decisions.push((load_name(&id), None));
-                snapshot = LedgerSnapshot {
-                    resource_version: snapshot.resource_version.clone(),
-                    ledger: write.ledger,
-                };
-            }
-            Decision::Hold(hold) => result
-                .decisions
-                .push((load_name(&id), Some(hold.reason.to_string()))),
-            Decision::NotGated(other) => result
-                .decisions
-                .push((load_name(&id), Some(format!("not gated: {other:?}")))),
+    let exact = (mode == Mode::Exact).then_some(ExactInput::Read(ExactView {
+        ledger: &snapshot,
+        node: GATE_NODE,
+    }));
+    // The controller's own pass: the same accepts, holds and reasons.
+    let plan = plan_pass(&gate, &cache, exact, now);
+    let accepted: BTreeSet<&LoadId> = plan.accepts.iter().collect();
+    let held: BTreeMap<&LoadId, String> = plan.holds.iter().map(|h| (&h.load, h.note())).collect();
+    for key in cache.waiting() {
+        let id = key.id();
+        if accepted.contains(&id) {
+            result.decisions.push((load_name(&id), None));
+        } else if let Some(note) = held.get(&id) {
+            result.decisions.push((load_name(&id), Some(note.clone())));
         }
     }
     Ok(result)
