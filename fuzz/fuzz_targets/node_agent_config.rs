@@ -6,5 +6,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    affinity_translate::load::fuzz_entry(data);
+    affinity_translate::fuzz_entry(data);
 });

@@ -185,7 +185,7 @@ impl GateIndex {
     fn set_node_agent_config(&mut self, cm: Option<&ConfigMap>) {
         let prepare_queue_length = match cm {
             None => None,
-            Some(cm) => match affinity_translate::load::load_config_map(cm) {
+            Some(cm) => match affinity_translate::load_config_map(cm) {
                 Ok(loaded) => loaded
                     .config
                     .load_concurrency

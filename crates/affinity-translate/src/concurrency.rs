@@ -1,9 +1,4 @@
-//! Per-node data-path concurrency (L3.1–L3.3).
-//!
-//! [`NodeConcurrency::compile`] converts every rule once (invalid selectors
-//! and numbers `<= 0` are skipped with a finding, numbers `>= 2147483647`
-//! can never win) and indexes the rules by one equality requirement each,
-//! so that evaluating a node looks only at rules that can match it.
+//! Per-node data-path concurrency (documented on [`NodeConcurrency`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -27,6 +22,13 @@ struct Rule {
 }
 
 /// The compiled `loadConcurrency` section.
+///
+/// Per-node data-path concurrency (L3.1–L3.3).
+///
+/// [`NodeConcurrency::compile`] converts every rule once (invalid selectors
+/// and numbers `<= 0` are skipped with a finding, numbers `>= 2147483647`
+/// can never win) and indexes the rules by one equality requirement each,
+/// so that evaluating a node looks only at rules that can match it.
 #[derive(Clone, Debug)]
 pub struct NodeConcurrency {
     global: u64,

@@ -1,11 +1,4 @@
-//! The typed node-agent configuration (spec §1.1, Velero's
-//! `NodeAgentConfigs`).
-//!
-//! Every field is optional, as in Velero. `None` means "absent" (or `null`,
-//! which Go treats the same way, C1.8) and is omitted when serialising, so a
-//! loaded configuration serialises back to the keys the user wrote (in
-//! Velero's spelling). Loading (`crate::load`) never validates values
-//! (C1.10); `crate::validate` reports what Velero would do with them.
+//! The typed node-agent configuration (documented on [`NodeAgentConfig`]).
 
 use std::collections::BTreeMap;
 
@@ -13,6 +6,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 
 /// The whole node-agent configuration (`NodeAgentConfigs`).
+///
+/// The typed node-agent configuration (spec §1.1, Velero's
+/// `NodeAgentConfigs`).
+///
+/// Every field is optional, as in Velero. `None` means "absent" (or `null`,
+/// which Go treats the same way, C1.8) and is omitted when serialising, so a
+/// loaded configuration serialises back to the keys the user wrote (in
+/// Velero's spelling). Loading (`crate::load`) never validates values
+/// (C1.10); `crate::validate` reports what Velero would do with them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeAgentConfig {

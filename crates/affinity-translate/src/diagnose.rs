@@ -1,7 +1,4 @@
-//! "Why can't this data-mover pod schedule?" — for every node, which part of
-//! a [`PodFragment`] it fails, in plain words. Velero only logs a diagnosis
-//! after the 30-minute prepare timeout (A2.19, A2.25, W2.5); the load
-//! affinity design asks for one (seed 000, last paragraph).
+//! Scheduling diagnosis of a data-mover pod (documented on [`diagnose()`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -107,6 +104,11 @@ impl Diagnosis {
 /// and a missing node-agent (`node_agent_nodes`: names of the nodes where a
 /// node-agent pod runs). Resources, ports and pod (anti-)affinity are not
 /// considered.
+///
+/// "Why can't this data-mover pod schedule?" — for every node, which part of
+/// a [`PodFragment`] it fails, in plain words. Velero only logs a diagnosis
+/// after the 30-minute prepare timeout (A2.19, A2.25, W2.5); the load
+/// affinity design asks for one (seed 000, last paragraph).
 pub fn diagnose(
     fragment: &PodFragment,
     nodes: &[Node],

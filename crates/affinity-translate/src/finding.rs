@@ -1,5 +1,4 @@
-//! Structured findings about a configuration: what is wrong, where, and
-//! what Velero would do with it.
+//! Findings about a configuration (documented on [`Finding`]).
 
 use std::fmt;
 
@@ -52,6 +51,9 @@ pub enum FindingKind {
 }
 
 /// One problem found in a configuration.
+///
+/// Structured findings about a configuration: what is wrong, where, and
+/// what Velero would do with it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// How bad it is.

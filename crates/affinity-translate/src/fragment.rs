@@ -1,6 +1,4 @@
-//! The scheduling fragment of a data-mover pod: backups (A2.13–A2.17) and
-//! restores (A2.20–A2.23). The configuration is only read, never changed
-//! (Velero's A2.18 bug appends to its cached entry on every exposure).
+//! The scheduling fragment of a data-mover pod (documented on [`PodFragment`]).
 
 use std::collections::BTreeMap;
 
@@ -60,6 +58,10 @@ pub(crate) struct Layout {
 }
 
 /// The scheduling part of a data-mover pod spec, and how it was chosen.
+///
+/// The scheduling fragment of a data-mover pod: backups (A2.13–A2.17) and
+/// restores (A2.20–A2.23). The configuration is only read, never changed
+/// (Velero's A2.18 bug appends to its cached entry on every exposure).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodFragment {

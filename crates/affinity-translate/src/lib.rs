@@ -1,30 +1,32 @@
 //! Velero's node-agent configuration (`--node-agent-configmap`), done
 //! exactly and helpfully (spec `velero.md` §1, §2, §3.1).
 //!
-//! - [`load`]: a ConfigMap or JSON text → [`NodeAgentConfig`] with Velero's
-//!   decoding rules (C1.4–C1.10), errors with JSON paths and warnings for
-//!   unknown, misplaced and mis-cased keys;
+//! - [`load_json`], [`load_config_map`] and friends: a ConfigMap or JSON text
+//!   → [`NodeAgentConfig`] with Velero's decoding rules (C1.4–C1.10), errors
+//!   with JSON paths and warnings for unknown, misplaced and mis-cased keys;
 //! - [`validate()`]: structured [`Finding`]s, each saying what Velero would do;
-//! - [`translate`]: load-affinity selection (A2.1–A2.5) and translation to
-//!   node affinity (A2.7–A2.12) in a deterministic order;
-//! - [`fragment`]: the scheduling fragment of data-mover backup and restore
-//!   pods (A2.13–A2.23), never mutating the configuration (A2.18);
-//! - [`concurrency`]: per-node data-path concurrency (L3.1–L3.3);
+//! - [`select_load_affinity`], [`to_affinity`]: load-affinity selection
+//!   (A2.1–A2.5) and translation to node affinity (A2.7–A2.12) in a
+//!   deterministic order;
+//! - [`backup_fragment`], [`restore_fragment`]: the scheduling fragment of
+//!   data-mover backup and restore pods (A2.13–A2.23), never mutating the
+//!   configuration (A2.18);
+//! - [`NodeConcurrency`]: per-node data-path concurrency (L3.1–L3.3);
 //! - [`diagnose()`]: why a data-mover pod cannot schedule, node by node.
 //!
 //! Pure: no I/O, no clock, no randomness.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod concurrency;
-pub mod config;
-pub mod diagnose;
-pub mod finding;
-pub mod fragment;
-pub mod load;
+mod concurrency;
+mod config;
+mod diagnose;
+mod finding;
+mod fragment;
+mod load;
 mod schema;
-pub mod translate;
-pub mod validate;
+mod translate;
+mod validate;
 
 pub use concurrency::{DEFAULT_CONCURRENCY, NodeConcurrency};
 pub use config::{
@@ -34,14 +36,16 @@ pub use config::{
 pub use diagnose::{Diagnosis, NodeVerdict, Origin, Problem, diagnose};
 pub use finding::{Finding, FindingKind, Severity};
 pub use fragment::{
-    BackupVolume, ExposeKind, FragmentError, NodeOs, PodFragment, RestoreVolume, backup_fragment,
+    BackupVolume, ExposeKind, FAST_PROVISIONING_ANNOTATION, FragmentError, HOSTNAME_LABEL, NodeOs,
+    OS_LABEL, PodFragment, RestoreVolume, SELECTED_NODE_ANNOTATION, backup_fragment,
     backup_fragment_for, restore_fragment, restore_fragment_for,
 };
-pub use kube_validation::{Quantity, QuantityError};
+#[cfg(feature = "fuzzing")]
+pub use load::fuzz_entry;
 pub use load::{
     LoadError, Loaded, load_config_map, load_config_map_data, load_json, load_json_bytes,
 };
-pub use translate::{select_load_affinity, selector_requirements, to_affinity};
+pub use translate::{render_requirement, select_load_affinity, selector_requirements, to_affinity};
 pub use validate::validate;
 
 // The README's example runs as a doctest.

@@ -1,22 +1,4 @@
-//! Loading the node-agent configuration from a ConfigMap or JSON text
-//! (C1.4–C1.10), with diagnostics Velero does not give.
-//!
-//! Decoding follows Go's `encoding/json` into `NodeAgentConfigs`, with these
-//! deliberate choices (see `docs/compatibility.md`):
-//! - unknown keys are ignored like Velero but reported as warnings, with a
-//!   "did you mean" for misplaced or misspelt keys;
-//! - keys matching only case-insensitively are accepted like Go (C1.8) and
-//!   reported as warnings;
-//! - duplicate keys (also ones differing only in case) are an error: Go
-//!   merges them in ways nobody intends (scalars last-wins, objects merge);
-//! - `null` is treated as Go does: absent for object members, the zero
-//!   value inside lists and maps, kept for `loadAffinity` entries (pointers);
-//!   a top-level `null` is an empty configuration;
-//! - integers must be JSON integers fitting in `i64`; floats, exponents and
-//!   overflow are errors like in Go (C1.7);
-//! - input must be UTF-8 (a ConfigMap value always is).
-//!
-//! Loading never panics, whatever the input (fuzzed).
+//! Loading the node-agent configuration (documented on [`load_json`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -146,6 +128,26 @@ pub fn load_config_map_data(
 
 /// Loads the configuration from JSON text (e.g. the file given to
 /// `kubectl create cm --from-file`).
+///
+/// Loading the node-agent configuration from a ConfigMap or JSON text
+/// (C1.4–C1.10), with diagnostics Velero does not give.
+///
+/// Decoding follows Go's `encoding/json` into `NodeAgentConfigs`, with these
+/// deliberate choices (see `docs/compatibility.md`):
+/// - unknown keys are ignored like Velero but reported as warnings, with a
+///   "did you mean" for misplaced or misspelt keys;
+/// - keys matching only case-insensitively are accepted like Go (C1.8) and
+///   reported as warnings;
+/// - duplicate keys (also ones differing only in case) are an error: Go
+///   merges them in ways nobody intends (scalars last-wins, objects merge);
+/// - `null` is treated as Go does: absent for object members, the zero
+///   value inside lists and maps, kept for `loadAffinity` entries (pointers);
+///   a top-level `null` is an empty configuration;
+/// - integers must be JSON integers fitting in `i64`; floats, exponents and
+///   overflow are errors like in Go (C1.7);
+/// - input must be UTF-8 (a ConfigMap value always is).
+///
+/// Loading never panics, whatever the input (fuzzed).
 pub fn load_json(text: &str) -> Result<Loaded, LoadError> {
     load_text("configuration", text)
 }
@@ -528,10 +530,12 @@ fn known_mistake(key: &str) -> Option<&'static str> {
     }
 }
 
-/// The fuzzing entry point (`fuzz/fuzz_targets/node_agent_config.rs`, and
+/// The fuzzing entry point (feature `fuzzing`;
+/// `fuzz/fuzz_targets/node_agent_config.rs`, and
 /// the corpus replay test): loads `data`; if it loads, exercises the
 /// consumers of the configuration (fragments, concurrency, serialisation).
 /// Never panics for any input (that is what the fuzzer checks).
+#[cfg(feature = "fuzzing")]
 pub fn fuzz_entry(data: &[u8]) {
     let Ok(loaded) = load_json_bytes(data) else {
         return;

@@ -1,6 +1,4 @@
-//! Load-affinity selection (A2.1–A2.5) and translation of a label selector
-//! to node affinity (A2.7–A2.12). Matching node affinity against nodes is
-//! `kube-scheduler-sim`'s (`node_selector`).
+//! Load-affinity selection and translation (documented on [`to_affinity`]).
 
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
@@ -68,6 +66,10 @@ pub fn selector_requirements(selector: &LabelSelector) -> Vec<NodeSelectorRequir
 ///   are none.
 ///
 /// Only required node affinity is produced.
+///
+/// Load-affinity selection (A2.1–A2.5) and translation of a label selector
+/// to node affinity (A2.7–A2.12). Matching node affinity against nodes is
+/// `kube-scheduler-sim`'s (`node_selector`).
 pub fn to_affinity(
     requirements: &[NodeSelectorRequirement],
     volume_topology: Option<&NodeSelector>,

@@ -1,5 +1,4 @@
-//! Validation of a loaded configuration: everything Velero would ignore,
-//! replace, skip or fail on later (spec §1.3, §2, §3.1), as findings.
+//! Validation of a loaded configuration (documented on [`validate()`]).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +15,9 @@ use crate::finding::{Finding, FindingKind};
 use kube_validation::Quantity;
 
 /// Every finding about a configuration, in field order.
+///
+/// Validation of a loaded configuration: everything Velero would ignore,
+/// replace, skip or fail on later (spec §1.3, §2, §3.1), as findings.
 pub fn validate(config: &NodeAgentConfig) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(concurrency) = &config.load_concurrency {

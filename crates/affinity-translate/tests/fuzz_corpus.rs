@@ -11,7 +11,7 @@ fn fuzz_corpus_replays_without_panicking() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let data = std::fs::read(&path).unwrap();
-        affinity_translate::load::fuzz_entry(&data);
+        affinity_translate::fuzz_entry(&data);
         count += 1;
     }
     assert!(

@@ -13,8 +13,9 @@
 //!   backup left waiting;
 //! - [`QueueState`] keeps resolved namespace sets up to date one
 //!   [`QueueEvent`] at a time and plans without re-resolving anything;
-//! - [`reference`](mod@reference) is a deliberately straightforward model of Velero's own
-//!   reconcile loop, the baseline for tests and benchmarks.
+//! - with the `reference` feature, `reference` is a deliberately
+//!   straightforward model of Velero's own reconcile loop, the oracle of the
+//!   tests, benchmarks and fuzz target (not needed to plan).
 //!
 //! No I/O, no clock, no randomness: the same input gives the same plan.
 #![warn(missing_docs)]
@@ -25,6 +26,7 @@ mod input;
 mod namespaces;
 mod pass;
 mod plan;
+#[cfg(feature = "reference")]
 pub mod reference;
 mod state;
 mod universe;
@@ -32,8 +34,7 @@ mod universe;
 pub use explain::{SHARED_NAMES_SHOWN, SharedNamespaces, WaitReason};
 pub use input::{BackupInput, NamespaceFilter, Phase, QueueInput};
 pub use namespaces::{
-    FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, is_namespace_name,
-    validate_pattern,
+    FilterField, NamespaceMatcher, PatternCache, PatternError, PatternProblem, validate_pattern,
 };
 pub use pass::plan;
 pub use plan::{InvalidFilter, Plan, StatusChange, StatusWrite, Waiting};

@@ -353,18 +353,6 @@ impl NamespaceMatcher {
     }
 }
 
-/// True if `name` could be the name of a Namespace (an RFC 1123 label:
-/// at most 63 of `a-z 0-9 -`, starting and ending alphanumeric).
-pub fn is_namespace_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,15 +471,5 @@ mod tests {
             Pattern::compile("a?", &mut cache),
             Ok(Pattern::Glob(_))
         ));
-    }
-
-    #[test]
-    fn namespace_name_check() {
-        assert!(is_namespace_name("kube-system"));
-        assert!(is_namespace_name("a1"));
-        assert!(!is_namespace_name(""));
-        assert!(!is_namespace_name("-a"));
-        assert!(!is_namespace_name("A"));
-        assert!(!is_namespace_name(&"a".repeat(64)));
     }
 }

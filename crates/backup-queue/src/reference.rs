@@ -303,7 +303,7 @@ pub fn fuzz_namespace_filter(data: &[u8]) {
         } else if let Some(p) = line.strip_prefix('-') {
             filter.excluded.push(p.to_owned());
         } else if let Some(n) = line.strip_prefix('=')
-            && crate::is_namespace_name(n)
+            && kube_validation::is_namespace_name(n)
             && !cluster.iter().any(|c| c == n)
         {
             cluster.push(n.to_owned());

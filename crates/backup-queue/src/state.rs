@@ -8,7 +8,9 @@ use jiff::Timestamp;
 use smallvec::SmallVec;
 
 use crate::input::{BackupInput, NamespaceFilter, Phase, QueueInput};
-use crate::namespaces::{NamespaceMatcher, PatternCache, PatternError, Shape, is_namespace_name};
+use kube_validation::is_namespace_name;
+
+use crate::namespaces::{NamespaceMatcher, PatternCache, PatternError, Shape};
 use crate::universe::Universe;
 
 /// One change observed by a watch.

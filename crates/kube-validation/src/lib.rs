@@ -27,8 +27,8 @@ pub use group_version::{GroupVersion, GroupVersionError, parse_group_version};
 pub use names::{
     DNS1123_LABEL_MAX_LENGTH, DNS1123_SUBDOMAIN_MAX_LENGTH, LABEL_VALUE_MAX_LENGTH,
     QUALIFIED_NAME_MAX_LENGTH, is_dns1123_label, is_dns1123_subdomain, is_label_value,
-    is_qualified_name, validate_dns1123_label, validate_dns1123_subdomain, validate_label_value,
-    validate_qualified_name,
+    is_namespace_name, is_qualified_name, validate_dns1123_label, validate_dns1123_subdomain,
+    validate_label_value, validate_namespace_name, validate_qualified_name,
 };
 pub use quantity::{Quantity, QuantityError};
 pub use requirement::{

@@ -118,6 +118,18 @@ pub fn is_dns1123_subdomain(value: &str) -> bool {
     value.len() <= DNS1123_SUBDOMAIN_MAX_LENGTH && matches_dns1123_subdomain(value)
 }
 
+/// Problems with `name` as the name of a Namespace (`ValidateNamespaceName`,
+/// which is `NameIsDNSLabel`: an RFC 1123 label).
+pub fn validate_namespace_name(name: &str) -> Vec<String> {
+    validate_dns1123_label(name)
+}
+
+/// Whether `name` could be the name of a Namespace (an RFC 1123 label: at
+/// most 63 lowercase alphanumerics or `-`, alphanumeric at both ends).
+pub fn is_namespace_name(name: &str) -> bool {
+    is_dns1123_label(name)
+}
+
 /// Problems with `key` as a qualified name, the syntax of label keys
 /// (`IsQualifiedName`): an optional DNS subdomain prefix and `/`, then a name
 /// of at most 63 characters.
@@ -253,6 +265,24 @@ mod tests {
         assert_eq!(
             validate_label_value(&"v".repeat(64)),
             vec!["must be no more than 63 characters".to_owned()]
+        );
+    }
+
+    #[test]
+    fn namespace_names_are_rfc_1123_labels_with_apimachinery_messages() {
+        assert!(is_namespace_name("kube-system"));
+        assert!(is_namespace_name("a1"));
+        assert!(!is_namespace_name(""));
+        assert!(!is_namespace_name("-a"));
+        assert!(!is_namespace_name("A"));
+        assert!(!is_namespace_name("a.b"));
+        assert!(is_namespace_name(&"a".repeat(63)));
+        assert!(!is_namespace_name(&"a".repeat(64)));
+        assert_eq!(
+            validate_namespace_name("Team_A"),
+            [
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            ]
         );
     }
 

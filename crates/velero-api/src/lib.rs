@@ -1,13 +1,15 @@
 //! Partial, hand-written kube 5 types for the Velero custom resources that the
 //! placement and admission policies read and write (CONVENTIONS §4).
 //!
-//! | kind | group/version | module |
+//! | kind | group/version | type |
 //! |---|---|---|
-//! | `Backup` | `velero.io/v1` | [`backup`] |
-//! | `PodVolumeBackup` | `velero.io/v1` | [`pod_volume`] |
-//! | `PodVolumeRestore` | `velero.io/v1` | [`pod_volume`] |
-//! | `DataUpload` | `velero.io/v2alpha1` | [`data_mover`] |
-//! | `DataDownload` | `velero.io/v2alpha1` | [`data_mover`] |
+//! | `Backup` | `velero.io/v1` | [`Backup`] |
+//! | `PodVolumeBackup` | `velero.io/v1` | [`PodVolumeBackup`] |
+//! | `PodVolumeRestore` | `velero.io/v1` | [`PodVolumeRestore`] |
+//! | `DataUpload` | `velero.io/v2alpha1` | [`DataUpload`] |
+//! | `DataDownload` | `velero.io/v2alpha1` | [`DataDownload`] |
+//!
+//! The label keys Velero puts on these objects are in [`labels`].
 //!
 //! Only the fields the policies read (spec `velero.md` §3.3 and §4: namespace
 //! filters of backups, queue phase and position, data-mover storage class,
@@ -27,11 +29,11 @@
 
 mod string_enum;
 
-pub mod backup;
-pub mod data_mover;
+mod backup;
+mod data_mover;
 pub mod labels;
-pub mod pod_volume;
-pub mod progress;
+mod pod_volume;
+mod progress;
 
 pub use backup::{Backup, BackupPhase, BackupSpec, BackupStatus};
 pub use data_mover::{
