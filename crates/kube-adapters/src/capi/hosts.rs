@@ -2,9 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use anti_affinity_placement::labels::DEFAULT_HOST_LABEL_KEY;
-
 use super::Machine;
+use crate::meta::namespace_or_default;
 
 /// Node name → host name from Machines, with the Machines that named an
 /// already-mapped Node.
@@ -37,31 +36,25 @@ pub struct ShadowedMachine {
 /// Machine with the name of the ESXi host running the VM.
 ///
 /// - A Machine without a Node, or whose label is absent or **empty**, is
-///   skipped: an empty value names no host, and mapping it would make every
-///   such Node appear to share one host called `""`.
+///   skipped ([`Machine::node_name`], [`Machine::esxi_host`]): an empty
+///   value names no host, and mapping it would make every such Node appear
+///   to share one host called `""`.
 /// - Node names are unique in a cluster and Cluster API links a Machine to
 ///   its Node by provider ID, so two Machines naming one Node means stale
 ///   data (or Machines of several clusters read together). The result must
 ///   not depend on the order the Machines were listed in (a watch cache and
 ///   a file list them differently), so the **first Machine in
-///   `namespace/name` order wins**; the others are reported in
-///   [`HostMap::shadowed`].
+///   `namespace/name` order wins** (an absent namespace is `default`, as
+///   everywhere); the others are reported in [`HostMap::shadowed`].
 pub fn host_map<'a>(machines: impl IntoIterator<Item = &'a Machine>) -> HostMap {
     let mut mapped: Vec<(&str, &str, &str, &str)> = machines
         .into_iter()
         .filter_map(|machine| {
-            let node = machine.node_name()?;
-            let host = machine
-                .metadata
-                .labels
-                .as_ref()?
-                .get(DEFAULT_HOST_LABEL_KEY)
-                .filter(|host| !host.is_empty())?;
             Some((
-                machine.metadata.namespace.as_deref().unwrap_or_default(),
+                namespace_or_default(machine.metadata.namespace.as_deref()),
                 machine.metadata.name.as_deref().unwrap_or_default(),
-                node,
-                host.as_str(),
+                machine.node_name()?,
+                machine.esxi_host()?,
             ))
         })
         .collect();
@@ -90,6 +83,7 @@ pub fn host_map<'a>(machines: impl IntoIterator<Item = &'a Machine>) -> HostMap 
 mod tests {
     use super::*;
     use crate::capi::machine::{MachineNodeRef, MachineStatus};
+    use anti_affinity_placement::labels::DEFAULT_HOST_LABEL_KEY;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use proptest::prelude::*;
 

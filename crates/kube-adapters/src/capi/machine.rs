@@ -1,6 +1,7 @@
 //! `cluster.x-k8s.io` `Machine`: its labels (CAPV writes the ESXi host
 //! there) and the Node it became.
 
+use anti_affinity_placement::labels::DEFAULT_HOST_LABEL_KEY;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,18 @@ impl Machine {
             .as_ref()
             .map(|node_ref| node_ref.name.as_str())
             .filter(|name| !name.is_empty())
+    }
+
+    /// The ESXi host CAPV recorded on this Machine: its
+    /// `node.cluster.x-k8s.io/esxi-host` label, `None` when absent or empty
+    /// (an empty value names no host).
+    pub fn esxi_host(&self) -> Option<&str> {
+        self.metadata
+            .labels
+            .as_ref()?
+            .get(DEFAULT_HOST_LABEL_KEY)
+            .map(String::as_str)
+            .filter(|host| !host.is_empty())
     }
 }
 
