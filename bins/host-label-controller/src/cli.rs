@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use anti_affinity_placement::labels::{DEFAULT_HOST_LABEL_KEY, HostLabelConfig, LabelKey};
+use anti_affinity_placement::labels::{
+    DEFAULT_HOST_LABEL_KEY, HostLabelConfig, LabelKey, MachineLabelSync,
+};
 use controller_kit::ControllerArgs;
 
 use crate::config::{
@@ -41,6 +43,13 @@ pub struct ManifestArgs {
     /// Container image.
     #[arg(long, default_value = crate::manifests::DEFAULT_IMAGE, value_name = "IMAGE")]
     pub image: String,
+    /// Run with `--sync-machine-labels` (no further permission needed).
+    #[arg(long)]
+    pub sync_machine_labels: bool,
+    /// Run with `--audit-cluster-modules`, and grant read access to the
+    /// Cluster API and CAPV kinds it watches.
+    #[arg(long)]
+    pub audit_cluster_modules: bool,
 }
 
 /// Flags of the controller itself.
@@ -96,6 +105,32 @@ pub struct RunArgs {
     )]
     pub inventory_key: String,
 
+    /// Also copy every Machine label in Cluster API's managed domains
+    /// (`node-role.kubernetes.io`, `node-restriction.kubernetes.io` and
+    /// `node.cluster.x-k8s.io`, the latter two with subdomains) to the
+    /// Machine's Node, bookkept in `cluster.x-k8s.io/labels-from-machine`,
+    /// as Cluster API ≥ 1.4 does: run one or the other.
+    #[arg(long, env = "SYNC_MACHINE_LABELS", hide_env_values = true)]
+    pub sync_machine_labels: bool,
+
+    /// A regular expression: Machine labels whose key matches it (anywhere)
+    /// are synced too. Repeatable; needs `--sync-machine-labels`.
+    #[arg(
+        long = "additional-sync-machine-labels",
+        env = "ADDITIONAL_SYNC_MACHINE_LABELS",
+        hide_env_values = true,
+        requires = "sync_machine_labels",
+        value_name = "REGEX"
+    )]
+    pub additional_sync_machine_labels: Vec<String>,
+
+    /// Audit CAPV's vSphere cluster modules: report members of one module
+    /// that share an ESXi host (Events on the Machines, `modules.json` in
+    /// the status ConfigMap, `module_host_violations`). Needs read access to
+    /// the Cluster API and CAPV kinds (`manifests --audit-cluster-modules`).
+    #[arg(long, env = "AUDIT_CLUSTER_MODULES", hide_env_values = true)]
+    pub audit_cluster_modules: bool,
+
     /// ConfigMap (`NAMESPACE/NAME` or `NAME`) receiving the audit summary.
     #[arg(
         long,
@@ -149,9 +184,24 @@ impl Config {
         } else {
             None
         };
+        let machine_sync = if args.sync_machine_labels {
+            Some(
+                MachineLabelSync::new(&args.additional_sync_machine_labels).map_err(|error| {
+                    Error::InvalidArgument {
+                        flag: "--additional-sync-machine-labels".into(),
+                        value: args.additional_sync_machine_labels.join(" "),
+                        problem: error.to_string(),
+                    }
+                })?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
             labels,
             source,
+            machine_sync,
+            audit_cluster_modules: args.audit_cluster_modules,
             status_configmap: ObjectName::parse(
                 "--status-configmap",
                 &args.status_configmap,

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anti_affinity_placement::labels::HostLabelConfig;
+use anti_affinity_placement::labels::{HostLabelConfig, MachineLabelSync};
 use controller_kit::LeaderElectionConfig;
 
 use crate::error::Error;
@@ -22,6 +22,11 @@ pub const DEFAULT_STATUS_CONFIGMAP: &str = "host-label-controller-status";
 
 /// Data key of the status ConfigMap holding the audit summary (JSON).
 pub const STATUS_DATA_KEY: &str = "summary.json";
+
+/// Data key of the status ConfigMap holding the cluster-module audit (JSON,
+/// with `--audit-cluster-modules`): one `policyctl modules` document per
+/// VSphereCluster `namespace/name`.
+pub const MODULES_DATA_KEY: &str = "modules.json";
 
 /// A namespaced object name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -86,6 +91,13 @@ pub struct Config {
     pub labels: HostLabelConfig,
     /// Host information source.
     pub source: HostSource,
+    /// Copy every managed Machine label to its Node, as Cluster API does
+    /// (`--sync-machine-labels`), with these additional expressions.
+    pub machine_sync: Option<MachineLabelSync>,
+    /// Audit CAPV's cluster modules (`--audit-cluster-modules`): watch the
+    /// Cluster API and CAPV kinds and report members of one module sharing
+    /// an ESXi host.
+    pub audit_cluster_modules: bool,
     /// The status ConfigMap.
     pub status_configmap: ObjectName,
     /// Decide and log, write nothing (no Node patches, no Events, no status, no Lease).
@@ -105,15 +117,25 @@ pub struct Config {
 }
 
 impl Config {
+    /// Whether Machines are needed: as the host source, for the label sync
+    /// or for the cluster-module audit.
+    pub fn watches_machines(&self) -> bool {
+        self.source == HostSource::Machines
+            || self.machine_sync.is_some()
+            || self.audit_cluster_modules
+    }
+
     /// A configuration with defaults for everything but the keys and the source
     /// (handy for tests and embedding): status ConfigMap
     /// `host-label-controller/host-label-controller-status`, no leader
     /// election, no metrics server, resync 600 s, debounce 50 ms, audit
-    /// debounce 1 s.
+    /// debounce 1 s, no Machine label sync, no cluster-module audit.
     pub fn new(labels: HostLabelConfig, source: HostSource) -> Self {
         Self {
             labels,
             source,
+            machine_sync: None,
+            audit_cluster_modules: false,
             status_configmap: ObjectName {
                 namespace: DEFAULT_NAMESPACE.to_owned(),
                 name: DEFAULT_STATUS_CONFIGMAP.to_owned(),

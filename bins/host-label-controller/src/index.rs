@@ -1,7 +1,8 @@
-//! The index: Nodes, the Pods that may spread over physical hosts, and the
-//! host information source (Cluster API Machines, or the inventory
-//! ConfigMap), kept up to date by the runtime's watches and by the
-//! controller's own Node patches. Synchronous and free of I/O.
+//! The index: Nodes, the Pods that may spread over physical hosts, the host
+//! information source (Cluster API Machines, or the inventory ConfigMap),
+//! the Machines of the label sync and the Cluster API and CAPV objects of
+//! the cluster-module audit, kept up to date by the runtime's watches and by
+//! the controller's own Node patches. Synchronous and free of I/O.
 //!
 //! An inventory ConfigMap that cannot be used (missing, missing key, not a
 //! HostInventory) keeps the last good host information; the problem is kept
@@ -17,7 +18,10 @@ use kube::{Api, ResourceExt};
 use controller_kit::snapshot::{IndexResource, Reconciler, Runtime, Watch};
 
 use crate::config::{Config, HostSource};
-use kube_adapters::capi::{Machine, host_map};
+use kube_adapters::capi::{
+    Cluster, ClusterApiObjects, KubeadmControlPlane, Machine, MachineDeployment, MachineSet,
+    VSphereCluster, VSphereMachineTemplate, VSphereVM, host_map,
+};
 
 use crate::source;
 
@@ -30,6 +34,19 @@ struct Inventory {
     problem: Option<String>,
 }
 
+/// The Cluster API and CAPV objects of the cluster-module audit, by
+/// namespace and name.
+#[derive(Debug, Default)]
+struct CapiObjects {
+    clusters: BTreeMap<(String, String), Cluster>,
+    vsphere_clusters: BTreeMap<(String, String), VSphereCluster>,
+    kubeadm_control_planes: BTreeMap<(String, String), KubeadmControlPlane>,
+    machine_deployments: BTreeMap<(String, String), MachineDeployment>,
+    machine_sets: BTreeMap<(String, String), MachineSet>,
+    vsphere_vms: BTreeMap<(String, String), VSphereVM>,
+    vsphere_machine_templates: BTreeMap<(String, String), VSphereMachineTemplate>,
+}
+
 /// What the controller knows (see the module docs).
 #[derive(Debug)]
 pub struct HostIndex {
@@ -38,6 +55,7 @@ pub struct HostIndex {
     pods: BTreeMap<(String, String), Pod>,
     machines: BTreeMap<(String, String), Machine>,
     inventory: Inventory,
+    capi: CapiObjects,
 }
 
 /// Whether a pod's placement rules could care about physical hosts: only
@@ -77,6 +95,27 @@ impl HostIndex {
             pods: BTreeMap::new(),
             machines: BTreeMap::new(),
             inventory,
+            capi: CapiObjects::default(),
+        }
+    }
+
+    /// The Machines, by namespace and name.
+    pub fn machines(&self) -> impl Iterator<Item = &Machine> {
+        self.machines.values()
+    }
+
+    /// The Cluster API and CAPV objects, as `kube-adapters` reads them.
+    pub fn cluster_api(&self) -> ClusterApiObjects<'_> {
+        let capi = &self.capi;
+        ClusterApiObjects {
+            clusters: capi.clusters.values().collect(),
+            vsphere_clusters: capi.vsphere_clusters.values().collect(),
+            kubeadm_control_planes: capi.kubeadm_control_planes.values().collect(),
+            machine_deployments: capi.machine_deployments.values().collect(),
+            machine_sets: capi.machine_sets.values().collect(),
+            machines: self.machines.values().collect(),
+            vsphere_vms: capi.vsphere_vms.values().collect(),
+            vsphere_machine_templates: capi.vsphere_machine_templates.values().collect(),
         }
     }
 
@@ -141,6 +180,29 @@ impl IndexResource<Machine> for HostIndex {
     }
 }
 
+/// Indexes a Cluster API or CAPV kind into its map of [`CapiObjects`].
+macro_rules! index_capi {
+    ($kind:ty, $field:ident) => {
+        impl IndexResource<$kind> for HostIndex {
+            fn apply(&mut self, object: $kind) {
+                self.capi.$field.insert(namespaced(&object), object);
+            }
+
+            fn delete(&mut self, key: ObjectRef<$kind>) {
+                self.capi.$field.remove(&key_of(&key));
+            }
+        }
+    };
+}
+
+index_capi!(Cluster, clusters);
+index_capi!(VSphereCluster, vsphere_clusters);
+index_capi!(KubeadmControlPlane, kubeadm_control_planes);
+index_capi!(MachineDeployment, machine_deployments);
+index_capi!(MachineSet, machine_sets);
+index_capi!(VSphereVM, vsphere_vms);
+index_capi!(VSphereMachineTemplate, vsphere_machine_templates);
+
 impl IndexResource<ConfigMap> for HostIndex {
     fn apply(&mut self, cm: ConfigMap) {
         let HostSource::Inventory { configmap, key } = &self.source else {
@@ -169,12 +231,15 @@ impl IndexResource<ConfigMap> for HostIndex {
 
 /// Adds the watches that feed the index: Nodes and the host source act
 /// after `config.debounce`; Pods only matter to the audit and wait up to
-/// `config.audit_debounce`.
+/// `config.audit_debounce`. Machines are watched when they are the host
+/// source or the label sync or the cluster-module audit needs them; the
+/// other Cluster API and CAPV kinds only for the cluster-module audit (they
+/// change the audit, not the labels, so they wait like Pods).
 pub fn watches<R>(runtime: Runtime<R>, client: &kube::Client, config: &Config) -> Runtime<R>
 where
     R: Reconciler<Index = HostIndex>,
 {
-    let runtime = runtime
+    let mut runtime = runtime
         .watch(
             Watch::new(Api::<Node>::all(client.clone()), watcher::Config::default())
                 .debounce(config.debounce),
@@ -183,20 +248,48 @@ where
             Watch::new(Api::<Pod>::all(client.clone()), watcher::Config::default())
                 .debounce(config.audit_debounce),
         );
-    match &config.source {
-        HostSource::Machines => runtime.watch(
+    if config.watches_machines() {
+        runtime = runtime.watch(
             Watch::new(
                 Api::<Machine>::all(client.clone()),
                 watcher::Config::default(),
             )
             .debounce(config.debounce),
-        ),
-        HostSource::Inventory { configmap, .. } => runtime.watch(
+        );
+    }
+    if let HostSource::Inventory { configmap, .. } = &config.source {
+        runtime = runtime.watch(
             Watch::new(
                 Api::<ConfigMap>::namespaced(client.clone(), &configmap.namespace),
                 watcher::Config::default().fields(&format!("metadata.name={}", configmap.name)),
             )
             .debounce(config.debounce),
-        ),
+        );
     }
+    if config.audit_cluster_modules {
+        runtime = runtime
+            .watch(capi_watch::<Cluster>(client, config))
+            .watch(capi_watch::<VSphereCluster>(client, config))
+            .watch(capi_watch::<KubeadmControlPlane>(client, config))
+            .watch(capi_watch::<MachineDeployment>(client, config))
+            .watch(capi_watch::<MachineSet>(client, config))
+            .watch(capi_watch::<VSphereVM>(client, config))
+            .watch(capi_watch::<VSphereMachineTemplate>(client, config));
+    }
+    runtime
+}
+
+/// A cluster-wide watch of one Cluster API or CAPV kind for the audit.
+fn capi_watch<K>(client: &kube::Client, config: &Config) -> Watch<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    Watch::new(Api::<K>::all(client.clone()), watcher::Config::default())
+        .debounce(config.audit_debounce)
 }

@@ -35,6 +35,7 @@ pub mod error;
 pub mod index;
 pub mod manifests;
 pub mod metrics;
+pub mod modules;
 pub mod pass;
 pub mod report;
 pub mod source;

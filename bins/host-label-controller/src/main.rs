@@ -12,7 +12,14 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::Manifests(m)) = &cli.command {
         print!(
             "{}",
-            host_label_controller::manifests::render(&m.namespace, &m.image)?
+            host_label_controller::manifests::render_with(
+                &m.namespace,
+                &m.image,
+                host_label_controller::manifests::Features {
+                    sync_machine_labels: m.sync_machine_labels,
+                    audit_cluster_modules: m.audit_cluster_modules,
+                },
+            )?
         );
         return Ok(());
     }

@@ -20,6 +20,35 @@ pub const CLUSTER_RULES: &[Rule] = &[
     Rule::new("cluster.x-k8s.io", &["machines"], &[Get, List, Watch]),
 ];
 
+/// Added with `--audit-cluster-modules`: read the Cluster API and CAPV
+/// objects the cluster-module audit works on.
+pub const CLUSTER_MODULE_RULES: &[Rule] = &[
+    Rule::new(
+        "cluster.x-k8s.io",
+        &["clusters", "machinedeployments", "machinesets"],
+        &[Get, List, Watch],
+    ),
+    Rule::new(
+        "controlplane.cluster.x-k8s.io",
+        &["kubeadmcontrolplanes"],
+        &[Get, List, Watch],
+    ),
+    Rule::new(
+        "infrastructure.cluster.x-k8s.io",
+        &["vsphereclusters", "vspheremachinetemplates", "vspherevms"],
+        &[Get, List, Watch],
+    ),
+];
+
+/// Optional features the generated Deployment runs with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Features {
+    /// `--sync-machine-labels` (no further permission).
+    pub sync_machine_labels: bool,
+    /// `--audit-cluster-modules` (adds [`CLUSTER_MODULE_RULES`]).
+    pub audit_cluster_modules: bool,
+}
+
 /// Permissions in the controller's own namespace (Role): read the inventory
 /// ConfigMap, create and patch the status ConfigMap.
 pub const NAMESPACE_RULES: &[Rule] = &[Rule::new(
@@ -32,12 +61,31 @@ pub const NAMESPACE_RULES: &[Rule] = &[Rule::new(
 /// ClusterRole and binding, leader-election Role and binding, the ConfigMap
 /// Role and binding, Deployment.
 pub fn render(namespace: &str, image: &str) -> Result<String, controller_kit::Error> {
-    let mut manifest = ControllerManifest::new(CONTROLLER_NAME, namespace, image, CLUSTER_RULES);
+    render_with(namespace, image, Features::default())
+}
+
+/// [`render`] for a Deployment running with `features`.
+pub fn render_with(
+    namespace: &str,
+    image: &str,
+    features: Features,
+) -> Result<String, controller_kit::Error> {
+    let mut rules = CLUSTER_RULES.to_vec();
+    if features.audit_cluster_modules {
+        rules.extend_from_slice(CLUSTER_MODULE_RULES);
+    }
+    let mut manifest = ControllerManifest::new(CONTROLLER_NAME, namespace, image, &rules);
     manifest.scope = Scope::Cluster;
     manifest.args = vec![
         format!("--namespace={namespace}"),
         format!("--status-configmap={namespace}/{DEFAULT_STATUS_CONFIGMAP}"),
     ];
+    if features.sync_machine_labels {
+        manifest.args.push("--sync-machine-labels".to_owned());
+    }
+    if features.audit_cluster_modules {
+        manifest.args.push("--audit-cluster-modules".to_owned());
+    }
     let yaml = manifest.to_yaml()?;
     let mut docs: Vec<String> = yaml.split("---\n").map(str::to_owned).collect();
     let deployment = docs.pop().unwrap_or_default();

@@ -9,9 +9,11 @@
 //! | `node_patches_total` | counter | Node label patches made (or planned, in dry-run) |
 //! | `node_patch_conflicts_total` | counter | 409s on Node patches (each is retried from a fresh read) |
 //! | `events_total` | counter | Events published (or logged, in dry-run) |
+//! | `module_host_violations{group, forced}` | gauge | with `--audit-cluster-modules`: members of one CAPV cluster module beyond one per ESXi host, per group (`namespace/name` of the KubeadmControlPlane or MachineDeployment); `forced="true"` when no vMotion can remove one |
 
 use controller_kit::metrics::ControllerMetrics;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
@@ -35,6 +37,9 @@ pub struct Metrics {
     pub node_patch_conflicts: Counter,
     /// Events published.
     pub events: Counter,
+    /// Members of one cluster module beyond one per host, by `group` and
+    /// `forced`.
+    pub module_host_violations: Family<Vec<(String, String)>, Gauge>,
 }
 
 impl Metrics {
@@ -49,6 +54,7 @@ impl Metrics {
             node_patches: Counter::default(),
             node_patch_conflicts: Counter::default(),
             events: Counter::default(),
+            module_host_violations: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix(PREFIX);
         sub.register(
@@ -80,6 +86,11 @@ impl Metrics {
             "events",
             "Events published (logged only, in dry-run)",
             m.events.clone(),
+        );
+        sub.register(
+            "module_host_violations",
+            "Members of one CAPV cluster module beyond one per ESXi host, per group; forced=\"true\" when the group has more members than eligible hosts",
+            m.module_host_violations.clone(),
         );
         m
     }

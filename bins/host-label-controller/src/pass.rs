@@ -4,20 +4,28 @@
 //! 1. For every Node with host information, the label plan of
 //!    [`anti_affinity_placement::labels::HostLabelConfig::plan_node`]
 //!    (sanitised values; only keys recorded in the bookkeeping annotation are
-//!    ever changed or removed; foreign labels are never touched).
+//!    ever changed or removed; foreign labels are never touched); with
+//!    `--sync-machine-labels`, merged with the plan that copies its Machine's
+//!    managed labels ([`anti_affinity_placement::labels::MachineLabelSync`],
+//!    B.5, B.8; sets win over removals, the host label's value over the
+//!    Machine's).
 //! 2. The audit ([`anti_affinity_placement::labels::audit`]) of the Nodes
 //!    *as they will be after the patches*: replicas of one workload sharing
 //!    a physical host (attributed to their owner), Nodes without the label,
 //!    and the status summary.
+//! 3. With `--audit-cluster-modules`, the cluster-module audit
+//!    ([`crate::modules::audit`]).
 
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::labels::{HostLabelConfig, NodeLabelPlan, audit};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use kube::{Resource, ResourceExt};
+use kube_adapters::capi::machine_label_plans;
 
 use crate::config::{Config, HostSource};
 use crate::index::HostIndex;
+use crate::modules::{self, ModuleAudit};
 use crate::report::{self, StatusSummary, Violation};
 
 /// A Node label patch.
@@ -25,8 +33,9 @@ use crate::report::{self, StatusSummary, Violation};
 pub struct NodePatch {
     /// The Node.
     pub node: String,
-    /// The physical host it runs on.
-    pub host: String,
+    /// The physical host it runs on, when known (a patch may only sync
+    /// Machine labels).
+    pub host: Option<String>,
     /// The resourceVersion the plan was made from (the precondition).
     pub resource_version: Option<String>,
     /// What to change.
@@ -59,6 +68,8 @@ pub struct Plan {
     pub summary: StatusSummary,
     /// Why the inventory cannot be used now (the last good one is used).
     pub inventory_problem: Option<String>,
+    /// The cluster-module audit, with `--audit-cluster-modules`.
+    pub modules: Option<ModuleAudit>,
 }
 
 /// `machines` or `inventory NS/NAME (KEY)`.
@@ -72,7 +83,11 @@ pub fn source_name(source: &HostSource) -> String {
 /// The pass (see the module docs).
 pub fn plan(config: &Config, index: &HostIndex) -> Plan {
     let hosts = index.hosts();
-    let (patches, nodes) = label_plans(&config.labels, index.nodes(), &hosts);
+    let mut synced = match &config.machine_sync {
+        Some(sync) => machine_label_plans(index.nodes(), index.machines(), sync).nodes,
+        None => BTreeMap::new(),
+    };
+    let (patches, nodes) = label_plans(&config.labels, index.nodes(), &hosts, &mut synced);
     let pods: Vec<&Pod> = index.pods().collect();
     let owned: Vec<Pod> = pods.iter().map(|p| (*p).clone()).collect();
     let result = audit(&nodes, &owned, config.labels.keys(), &hosts);
@@ -124,35 +139,43 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
         without_host_information,
         summary,
         inventory_problem: index.inventory_problem().map(str::to_owned),
+        modules: config.audit_cluster_modules.then(|| modules::audit(index)),
     }
 }
 
-/// The patches, and every Node as it will be once they are made.
+/// The patches (host labels merged with the Machine label sync plans in
+/// `synced`, which are taken), and every Node as it will be once they are
+/// made.
 fn label_plans<'a>(
     labels: &HostLabelConfig,
     nodes: impl Iterator<Item = &'a Node>,
     hosts: &BTreeMap<String, String>,
+    synced: &mut BTreeMap<String, NodeLabelPlan>,
 ) -> (Vec<NodePatch>, Vec<Node>) {
     let mut patches = Vec::new();
     let mut after = Vec::new();
     for node in nodes {
         let mut node = node.clone();
         let name = node.name_any();
-        if let Some(host) = hosts.get(&name).filter(|h| !h.is_empty()) {
-            let plan = labels.plan_node(&node, host);
-            if !plan.is_empty() {
-                let mut l = node.metadata.labels.take().unwrap_or_default();
-                let mut a = node.metadata.annotations.take().unwrap_or_default();
-                plan.apply(&mut l, &mut a);
-                node.metadata.labels = Some(l);
-                node.metadata.annotations = Some(a);
-                patches.push(NodePatch {
-                    node: name,
-                    host: host.clone(),
-                    resource_version: node.resource_version(),
-                    labels: plan,
-                });
-            }
+        let host = hosts.get(&name).filter(|h| !h.is_empty());
+        let host_plan = host.map(|host| labels.plan_node(&node, host));
+        let plan = match (host_plan, synced.remove(&name)) {
+            (Some(host_plan), Some(sync_plan)) => host_plan.merge(sync_plan),
+            (Some(plan), None) | (None, Some(plan)) => plan,
+            (None, None) => NodeLabelPlan::default(),
+        };
+        if !plan.is_empty() {
+            let mut l = node.metadata.labels.take().unwrap_or_default();
+            let mut a = node.metadata.annotations.take().unwrap_or_default();
+            plan.apply(&mut l, &mut a);
+            node.metadata.labels = Some(l);
+            node.metadata.annotations = Some(a);
+            patches.push(NodePatch {
+                node: name,
+                host: host.cloned(),
+                resource_version: node.resource_version(),
+                labels: plan,
+            });
         }
         after.push(node);
     }

@@ -5,10 +5,13 @@
 //!    resourceVersion they were planned from. A `409` makes the writer read
 //!    the Node again and the pass is made again; other failures are retried
 //!    with backoff.
-//! 2. Audit: metrics; Events `ReplicasShareHost` (on the pods' owner) and
-//!    `HostLabelMissing` (on the Node), each once per occurrence (an
+//! 2. Audit: metrics; Events `ReplicasShareHost` (on the pods' owner),
+//!    `HostLabelMissing` (on the Node) and, with `--audit-cluster-modules`,
+//!    `ModuleMembersShareHost` (on each Machine sharing an ESXi host with
+//!    another member of its cluster module), each once per occurrence (an
 //!    occurrence that disappears and comes back is reported again); the
-//!    summary in the status ConfigMap (server-side apply) when it changed.
+//!    summary (and `modules.json`) in the status ConfigMap (server-side
+//!    apply) when it changed.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -20,7 +23,7 @@ use kube::Api;
 use kube::runtime::events::{Event, EventType};
 use serde_json::{Map, Value, json};
 
-use crate::config::{CONTROLLER_NAME, Config, STATUS_DATA_KEY};
+use crate::config::{CONTROLLER_NAME, Config, MODULES_DATA_KEY, STATUS_DATA_KEY};
 use crate::index::HostIndex;
 use crate::metrics::Metrics;
 use crate::pass::{self, NodePatch, Plan};
@@ -57,8 +60,8 @@ pub struct Labeller {
     metrics: Metrics,
     /// Occurrences already reported as Events.
     reported: BTreeSet<String>,
-    /// The status summary last written.
-    last_status: Option<String>,
+    /// The status ConfigMap data last written.
+    last_status: Option<Map<String, Value>>,
     /// The inventory problem last logged.
     last_inventory_problem: Option<String>,
 }
@@ -90,7 +93,12 @@ impl Labeller {
             outcome = outcome.and(self.patch(&api, patch, writer).await);
         }
         self.audit(&plan, writer).await;
-        outcome.and(self.write_status(plan.summary.to_json(), writer).await)
+        let mut data = Map::new();
+        data.insert(STATUS_DATA_KEY.to_owned(), json!(plan.summary.to_json()));
+        if let Some(modules) = &plan.modules {
+            data.insert(MODULES_DATA_KEY.to_owned(), json!(modules.to_json()));
+        }
+        outcome.and(self.write_status(data, writer).await)
     }
 
     async fn patch(
@@ -112,7 +120,7 @@ impl Labeller {
             .await;
         match result {
             Ok(_) => {
-                tracing::info!(node = %patch.node, host = %patch.host, set = ?patch.labels.set, remove = ?patch.labels.remove, dry_run = writer.dry_run(), "labelled Node");
+                tracing::info!(node = %patch.node, host = ?patch.host, set = ?patch.labels.set, remove = ?patch.labels.remove, dry_run = writer.dry_run(), "labelled Node");
                 Outcome::Done
             }
             Err(Refused::Conflict) => {
@@ -160,6 +168,30 @@ impl Labeller {
             }
             current.insert(id);
         }
+        if let Some(modules) = &plan.modules {
+            self.metrics.module_host_violations.clear();
+            for group in &modules.groups {
+                let labels = vec![
+                    ("group".to_owned(), group.group.clone()),
+                    ("forced".to_owned(), group.forced.to_string()),
+                ];
+                self.metrics
+                    .module_host_violations
+                    .get_or_create(&labels)
+                    .set(gauge(
+                        usize::try_from(group.violations).unwrap_or(usize::MAX),
+                    ));
+            }
+            for shared in &modules.shared {
+                if !self.reported.contains(&shared.id) {
+                    let event = warning("ModuleMembersShareHost", shared.note.clone());
+                    if !self.publish(&event, &shared.machine, writer).await {
+                        continue;
+                    }
+                }
+                current.insert(shared.id.clone());
+            }
+        }
         self.reported = current;
     }
 
@@ -179,10 +211,10 @@ impl Labeller {
 
     async fn write_status(
         &mut self,
-        content: String,
+        data: Map<String, Value>,
         writer: &mut Writer<'_, HostIndex>,
     ) -> Outcome {
-        if self.last_status.as_ref() == Some(&content) {
+        if self.last_status.as_ref() == Some(&data) {
             return Outcome::Done;
         }
         let target = &self.config.status_configmap;
@@ -194,12 +226,12 @@ impl Labeller {
                 "namespace": target.namespace,
                 "labels": { "app.kubernetes.io/name": CONTROLLER_NAME },
             },
-            "data": { STATUS_DATA_KEY: content },
+            "data": data,
         });
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &target.namespace);
         match writer.apply_unwatched(&api, &target.name, &cm).await {
             Ok(_) => {
-                self.last_status = Some(content);
+                self.last_status = Some(data);
                 Outcome::Done
             }
             Err(refused) => {

@@ -69,7 +69,7 @@ fn nodes_with_host_information_get_a_conditional_patch_and_the_audit_sees_them_l
             (
                 p.node.as_str(),
                 p.resource_version.as_deref(),
-                p.host.as_str(),
+                p.host.as_deref().unwrap_or_default(),
             )
         })
         .collect();
@@ -134,4 +134,54 @@ fn an_unusable_inventory_keeps_the_last_good_host_information() {
     other.metadata.name = Some("other".into());
     index.apply(other);
     assert_eq!(index.hosts().len(), 1);
+}
+
+#[test]
+fn the_machine_label_sync_merges_into_the_host_label_patch() {
+    use anti_affinity_placement::labels::MachineLabelSync;
+    let mut cfg = config(HostSource::Inventory {
+        configmap: ObjectName {
+            namespace: "ops".into(),
+            name: "hosts".into(),
+        },
+        key: "inventory.yaml".into(),
+    });
+    cfg.machine_sync = Some(MachineLabelSync::default());
+    assert!(
+        cfg.watches_machines(),
+        "the sync needs Machines even with an inventory"
+    );
+    let mut index = HostIndex::new(&cfg);
+    index.reset(vec![node("n1", "5"), node("n2", "6")], vec![]);
+    // The inventory says esx-9 for n1; the Machine's (stale) label says esx-1.
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "hosts", "namespace": "ops"},
+        "data": {"inventory.yaml": "apiVersion: policyctl/v1alpha1\nkind: HostInventory\nhosts:\n- name: esx-9\nvms:\n- name: n1\n  group: w\n  host: esx-9\n"}
+    }))
+    .unwrap();
+    index.apply(cm);
+    let mut m1 = machine("m1", "n1", "esx-1");
+    m1.metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("node-role.kubernetes.io/worker".into(), String::new());
+    index.apply(m1);
+    // n2 has only a Machine: the sync alone patches it.
+    index.apply(machine("m2", "n2", "esx-2"));
+    let plan = pass::plan(&cfg, &index);
+    let n1 = plan.patches.iter().find(|p| p.node == "n1").unwrap();
+    // The host label's value (the inventory) wins over the Machine's.
+    assert_eq!(n1.labels.set[KEY], "esx-9");
+    assert_eq!(n1.labels.set["node-role.kubernetes.io/worker"], "");
+    assert_eq!(n1.host.as_deref(), Some("esx-9"));
+    assert_eq!(n1.labels.annotations.len(), 2);
+    let n2 = plan.patches.iter().find(|p| p.node == "n2").unwrap();
+    assert_eq!(n2.host, None);
+    assert_eq!(n2.labels.set[KEY], "esx-2");
+    assert_eq!(
+        n2.labels.annotations["cluster.x-k8s.io/labels-from-machine"].as_deref(),
+        Some(KEY)
+    );
+    assert!(plan.modules.is_none());
 }

@@ -186,3 +186,86 @@ fn manifests_subcommand_parses() {
     let cli = parse(&["manifests", "--namespace", "x"]);
     assert!(matches!(cli.command, Some(Command::Manifests(m)) if m.namespace == "x"));
 }
+
+#[test]
+fn machine_label_sync_and_module_audit_flags() {
+    let cli = parse(&[
+        "--sync-machine-labels",
+        "--additional-sync-machine-labels",
+        "^example\\.com/",
+        "--additional-sync-machine-labels",
+        "team{1,2}",
+        "--audit-cluster-modules",
+    ]);
+    let config = Config::from_args(&cli.run, None, "p").unwrap();
+    let sync = config.machine_sync.as_ref().expect("sync enabled");
+    assert_eq!(
+        sync.patterns().collect::<Vec<_>>(),
+        ["^example\\.com/", "team{1,2}"]
+    );
+    assert!(sync.is_managed("example.com/x") && sync.is_managed("node-role.kubernetes.io/x"));
+    assert!(config.audit_cluster_modules);
+    assert!(config.watches_machines());
+    // Off by default.
+    let config = Config::from_args(&parse(&[]).run, None, "p").unwrap();
+    assert!(config.machine_sync.is_none() && !config.audit_cluster_modules);
+    // An additional expression needs the sync; an invalid one is explained.
+    assert!(
+        Cli::try_parse_from([
+            "host-label-controller",
+            "--additional-sync-machine-labels",
+            "x"
+        ])
+        .is_err()
+    );
+    let error = Config::from_args(
+        &parse(&[
+            "--sync-machine-labels",
+            "--additional-sync-machine-labels",
+            "(unclosed",
+        ])
+        .run,
+        None,
+        "p",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.starts_with(r#"--additional-sync-machine-labels: "(unclosed" is invalid: at least one of --additional-sync-machine-labels regexes is invalid: "(unclosed": "#),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_module_audit_adds_read_only_access_to_the_cluster_api_kinds() {
+    use host_label_controller::manifests::{Features, render_with};
+    let docs: Vec<Value> = render_with(
+        "infra",
+        "img",
+        Features {
+            sync_machine_labels: true,
+            audit_cluster_modules: true,
+        },
+    )
+    .unwrap()
+    .split("---\n")
+    .map(|d| serde_saphyr::from_str(d).unwrap())
+    .collect();
+    assert_eq!(
+        docs[1]["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters", "machinedeployments", "machines", "machinesets"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["controlplane.cluster.x-k8s.io"], "resources": ["kubeadmcontrolplanes"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+            {"apiGroups": ["infrastructure.cluster.x-k8s.io"], "resources": ["vsphereclusters", "vspheremachinetemplates", "vspherevms"], "verbs": ["get", "list", "watch"]},
+        ])
+    );
+    let args = docs[7]["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(args.contains(&json!("--sync-machine-labels")));
+    assert!(args.contains(&json!("--audit-cluster-modules")));
+}

@@ -110,8 +110,13 @@ impl Default for Registry {
     /// events; `apps/v1` deployments; `velero.io/v1` backups,
     /// podvolumebackups, podvolumerestores, restores, schedules;
     /// `velero.io/v2alpha1` datauploads, datadownloads; `cluster.x-k8s.io/v1beta1`
-    /// machines. Namespaces, nodes, pods, services, deployments and machines
-    /// have the `/status` subresource; the Velero kinds do not (Velero's
+    /// machines, clusters, machinedeployments, machinesets;
+    /// `controlplane.cluster.x-k8s.io/v1beta1` kubeadmcontrolplanes;
+    /// `infrastructure.cluster.x-k8s.io/v1beta1` vsphereclusters, vspherevms,
+    /// vspheremachinetemplates. Namespaces, nodes, pods, services,
+    /// deployments and the Cluster API and CAPV kinds (but
+    /// vspheremachinetemplates) have the `/status` subresource, as their
+    /// CRDs declare; the Velero kinds do not (Velero's
     /// `Backup` CRD declares none); re-register a type with
     /// [`ResourceInfo::with_status_subresource`] to change that.
     fn default() -> Self {
@@ -137,6 +142,44 @@ impl Default for Registry {
             ResourceInfo::namespaced("velero.io", "v2alpha1", "DataDownload", "datadownloads"),
             ResourceInfo::namespaced("cluster.x-k8s.io", "v1beta1", "Machine", "machines")
                 .with_status_subresource(true),
+            ResourceInfo::namespaced("cluster.x-k8s.io", "v1beta1", "Cluster", "clusters")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced(
+                "cluster.x-k8s.io",
+                "v1beta1",
+                "MachineDeployment",
+                "machinedeployments",
+            )
+            .with_status_subresource(true),
+            ResourceInfo::namespaced("cluster.x-k8s.io", "v1beta1", "MachineSet", "machinesets")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced(
+                "controlplane.cluster.x-k8s.io",
+                "v1beta1",
+                "KubeadmControlPlane",
+                "kubeadmcontrolplanes",
+            )
+            .with_status_subresource(true),
+            ResourceInfo::namespaced(
+                "infrastructure.cluster.x-k8s.io",
+                "v1beta1",
+                "VSphereCluster",
+                "vsphereclusters",
+            )
+            .with_status_subresource(true),
+            ResourceInfo::namespaced(
+                "infrastructure.cluster.x-k8s.io",
+                "v1beta1",
+                "VSphereVM",
+                "vspherevms",
+            )
+            .with_status_subresource(true),
+            ResourceInfo::namespaced(
+                "infrastructure.cluster.x-k8s.io",
+                "v1beta1",
+                "VSphereMachineTemplate",
+                "vspheremachinetemplates",
+            ),
         ];
         let mut registry = Self {
             resources: BTreeMap::new(),

@@ -66,10 +66,19 @@ pub struct InvalidSyncPattern {
 }
 
 /// Which Machine labels go to the Node, and the plan that puts them there.
+/// Two are equal when their additional expressions are, as written.
 #[derive(Debug, Clone, Default)]
 pub struct MachineLabelSync {
     additional: Vec<Regex>,
 }
+
+impl PartialEq for MachineLabelSync {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns().eq(other.patterns())
+    }
+}
+
+impl Eq for MachineLabelSync {}
 
 impl MachineLabelSync {
     /// The default managed domains plus `patterns` (regular expressions

@@ -31,7 +31,7 @@ use anti_affinity_placement::cluster_modules::{
     MachineOwners, ModuleEntry, ModuleOwner, OwnerIndex, OwnerReference,
 };
 use anti_affinity_placement::hosts::HostInventory;
-use anti_affinity_placement::labels::{DEFAULT_HOST_LABEL_KEY, sanitize_label_value};
+use anti_affinity_placement::labels::sanitize_label_value;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::cluster::Cluster;
@@ -253,8 +253,8 @@ impl ClusterApiObjects<'_> {
             .map(|machine| {
                 let vm = self.vm_of(machine);
                 let host = vm.and_then(VSphereVM::host).map(str::to_owned).or_else(|| {
-                    label(&machine.metadata, DEFAULT_HOST_LABEL_KEY)
-                        .filter(|value| !value.is_empty())
+                    machine
+                        .esxi_host()
                         .map(|value| raw_host.get(value).copied().unwrap_or(value).to_owned())
                 });
                 ClusterMachine {
