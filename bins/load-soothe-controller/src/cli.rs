@@ -7,16 +7,26 @@ use controller_kit::ControllerArgs;
 use crate::config::{Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode};
 use crate::error::Error;
 
-/// `load-soothe-controller` flags.
+/// `load-soothe-controller [FLAGS]` runs the controller;
+/// `load-soothe-controller manifests` prints its deployment manifests.
+/// Parse with [`command`] (or [`parse`]), which hides the leader-election
+/// flags this controller refuses.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "load-soothe-controller",
     version,
-    about = "Admits New DataUploads/DataDownloads of the configured data movers while fewer than loadConcurrency.prepareQueueLength loads are in preparation"
+    about = "Admits New DataUploads/DataDownloads of the configured data movers while fewer than loadConcurrency.prepareQueueLength loads are in preparation",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 pub struct Cli {
-    /// Data mover whose loads to accept (`spec.datamover`; `velero` also
-    /// matches an empty one). Repeatable; the variable takes a comma list.
+    /// What to do (default: run the controller).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Data mover whose loads to accept (`spec.datamover`) — a third-party
+    /// data mover: `velero` (Velero's built-in one, also an empty value)
+    /// is refused, since Velero's node-agent admits its own loads.
+    /// Repeatable; the variable takes a comma list.
     #[arg(
         long = "datamover",
         env = "DATAMOVERS",
@@ -54,6 +64,76 @@ pub struct Cli {
     pub common: ControllerArgs,
 }
 
+/// Subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Print the ServiceAccount, RBAC and workload manifests as YAML.
+    Manifests(ManifestArgs),
+}
+
+/// Flags of `manifests`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ManifestArgs {
+    /// Gate mode of the generated workload (exact: a 2-replica Deployment;
+    /// optimistic: a DaemonSet).
+    #[arg(long, value_enum, default_value_t = GateMode::Exact)]
+    pub mode: GateMode,
+    /// Velero's namespace (the controller runs there too).
+    #[arg(long, default_value = "velero", value_name = "NAMESPACE")]
+    pub namespace: String,
+    /// Container image.
+    #[arg(long, default_value = crate::manifests::IMAGE, value_name = "IMAGE")]
+    pub image: String,
+    /// Data mover(s) the generated workload admits (default: a placeholder
+    /// to edit). Repeatable.
+    #[arg(long = "datamover", value_name = "NAME")]
+    pub datamovers: Vec<String>,
+}
+
+/// The command line as parsed: [`Cli`]'s command with the leader-election
+/// flags hidden (this controller does not elect a leader; see
+/// [`Cli::to_config`]).
+pub fn command() -> clap::Command {
+    controller_kit::args::hide_leader_election(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parses `args` with [`command`].
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = command().try_get_matches_from(args)?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+}
+
+/// Parses the process's arguments with [`command`]; prints the usage error
+/// and exits 2 (or prints help/version and exits 0) like `clap::Parser::parse`.
+pub fn parse() -> Cli {
+    try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
+
+/// Why a `--datamover` value is refused, if it is: empty (Velero's
+/// built-in data mover) or `velero`. Velero's own node-agent accepts the
+/// built-in data mover's loads; gating them too makes the two race for
+/// each `New` load, and when this controller wins, Velero never exposes
+/// the volume and later cancels the load.
+pub fn refused_datamover(name: &str) -> Option<String> {
+    let trimmed = name.trim();
+    let which = if trimmed.is_empty() {
+        "an empty data mover name means Velero's built-in data mover"
+    } else if trimmed == "velero" {
+        "`velero` is Velero's built-in data mover"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "--datamover {name:?} is refused: {which}, whose loads Velero's node-agent accepts itself; \
+         gating them too would race it for each New load, and a load this controller accepted \
+         first is never exposed by Velero and is cancelled later. Name third-party data movers only"
+    ))
+}
+
 impl Cli {
     /// The run configuration. `pod_name` and `fallback_identity` supply the
     /// default `--node` (passed in so that this stays free of environment
@@ -71,15 +151,13 @@ impl Cli {
         if self.requeue_seconds == 0 {
             return Err(Error::Config("--requeue-seconds must be at least 1".into()));
         }
-        let datamovers: Vec<&str> = self
-            .datamovers
-            .iter()
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .collect();
+        if let Some(reason) = self.datamovers.iter().find_map(|d| refused_datamover(d)) {
+            return Err(Error::Config(reason));
+        }
+        let datamovers: Vec<&str> = self.datamovers.iter().map(|s| s.trim()).collect();
         if datamovers.is_empty() {
             return Err(Error::Config(
-                "--datamover needs at least one non-empty data mover name".into(),
+                "--datamover needs at least one data mover name".into(),
             ));
         }
         let node = self
@@ -103,16 +181,15 @@ impl Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{CommandFactory, Parser};
 
     #[test]
     fn command_is_well_formed() {
-        Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     #[test]
     fn flags_resolve_to_a_config() {
-        let cli = Cli::try_parse_from([
+        let cli = try_parse_from([
             "load-soothe-controller",
             "--datamover",
             "acme",
@@ -139,20 +216,43 @@ mod tests {
 
     #[test]
     fn datamover_is_required_and_leader_election_rejected() {
-        assert!(Cli::try_parse_from(["load-soothe-controller"]).is_err());
+        assert!(try_parse_from(["load-soothe-controller"]).is_err());
         let cli =
-            Cli::try_parse_from(["load-soothe-controller", "--datamover=a", "--leader-elect"])
-                .unwrap();
+            try_parse_from(["load-soothe-controller", "--datamover=a", "--leader-elect"]).unwrap();
         let err = cli.to_config(None, "h").unwrap_err();
         insta::assert_snapshot!(err.to_string(), @"invalid configuration: --leader-elect is not supported: every replica admits loads (use --mode exact for several replicas)");
     }
 
     #[test]
     fn help_output() {
-        let help = Cli::command()
-            .term_width(100)
-            .render_long_help()
-            .to_string();
+        let help = command().term_width(100).render_long_help().to_string();
         insta::assert_snapshot!(help);
+        for hidden in [
+            "--leader-elect",
+            "--lease-name",
+            "--lease-namespace",
+            "--leader-identity",
+        ] {
+            assert!(!help.contains(hidden), "{hidden} is listed: {help}");
+        }
+    }
+
+    #[test]
+    fn built_in_and_empty_data_movers_are_refused_with_the_reason() {
+        for argv in [
+            &["load-soothe-controller", "--datamover=velero"][..],
+            &["load-soothe-controller", "--datamover="],
+            &["load-soothe-controller", "--datamover=acme,velero"],
+            &["load-soothe-controller", "--datamover=acme,"],
+        ] {
+            let cli = try_parse_from(argv).unwrap();
+            let err = cli.to_config(None, "h").unwrap_err().to_string();
+            assert!(
+                err.contains("Velero's node-agent accepts itself"),
+                "{argv:?}: {err}"
+            );
+        }
+        let cli = try_parse_from(["load-soothe-controller", "--datamover=velero"]).unwrap();
+        insta::assert_snapshot!(cli.to_config(None, "h").unwrap_err().to_string());
     }
 }

@@ -58,16 +58,29 @@ pub const EXACT_RULES: &[Rule] = &[
 /// Default image in the generated manifests.
 pub const IMAGE: &str = "ghcr.io/placement-policies/load-soothe-controller:0.1.0";
 
+/// The placeholder data mover of the committed manifests.
+pub const PLACEHOLDER_DATAMOVER: &str = "CHANGE-ME";
+
 /// The manifest description for a mode: Velero's namespace, a namespaced
 /// Role, no leader election; exact mode runs a 2-replica Deployment,
 /// optimistic mode a DaemonSet (one instance per node; its limit is per
 /// instance). The data mover name is a placeholder to edit.
 pub fn manifest(mode: GateMode) -> ControllerManifest {
+    manifest_for(mode, "velero", IMAGE, &[PLACEHOLDER_DATAMOVER])
+}
+
+/// [`manifest`] in `namespace` with `image`, admitting `datamovers`.
+pub fn manifest_for(
+    mode: GateMode,
+    namespace: &str,
+    image: &str,
+    datamovers: &[&str],
+) -> ControllerManifest {
     let mut rules = RULES.to_vec();
     if mode == GateMode::Exact {
         rules.extend_from_slice(EXACT_RULES);
     }
-    let mut m = ControllerManifest::new(CONTROLLER_NAME, "velero", IMAGE, &rules);
+    let mut m = ControllerManifest::new(CONTROLLER_NAME, namespace, image, &rules);
     m.scope = Scope::Namespaced;
     m.leader_election = false;
     let node = match mode {
@@ -82,13 +95,40 @@ pub fn manifest(mode: GateMode) -> ControllerManifest {
             "--node=$(NODE_NAME)"
         }
     };
-    m.args = vec![
-        format!("--mode={}", mode.as_str()),
-        "--datamover=CHANGE-ME".to_owned(),
-        "--namespace=velero".to_owned(),
-        node.to_owned(),
-    ];
+    m.args = vec![format!("--mode={}", mode.as_str())];
+    m.args
+        .extend(datamovers.iter().map(|d| format!("--datamover={d}")));
+    m.args.push(format!("--namespace={namespace}"));
+    m.args.push(node.to_owned());
     m
+}
+
+/// What `load-soothe-controller manifests` prints: the manifests of
+/// `mode` in `namespace` with `image` for `datamovers` (the placeholder if
+/// none). Refuses an invalid namespace or image and the data movers
+/// [`crate::cli::Cli::to_config`] refuses, naming the flag.
+pub fn render(
+    mode: GateMode,
+    namespace: &str,
+    image: &str,
+    datamovers: &[String],
+) -> Result<String, controller_kit::Error> {
+    if let Some(reason) = datamovers
+        .iter()
+        .find_map(|d| crate::cli::refused_datamover(d))
+    {
+        return Err(controller_kit::Error::InvalidInput {
+            flag: "--datamover",
+            value: datamovers.join(","),
+            problem: reason,
+        });
+    }
+    let names: Vec<&str> = if datamovers.is_empty() {
+        vec![PLACEHOLDER_DATAMOVER]
+    } else {
+        datamovers.iter().map(String::as_str).collect()
+    };
+    manifest_for(mode, namespace, image, &names).to_yaml()
 }
 
 /// The manifests of a mode as multi-document YAML.

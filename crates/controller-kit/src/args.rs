@@ -169,6 +169,30 @@ impl LeaderElectionArgs {
     }
 }
 
+/// The argument ids of [`LeaderElectionArgs`].
+pub const LEADER_ELECTION_ARG_IDS: &[&str] = &[
+    "leader_elect",
+    "lease_name",
+    "lease_namespace",
+    "lease_duration_seconds",
+    "lease_renew_seconds",
+    "leader_identity",
+];
+
+/// `command` with the leader-election flags hidden from `--help`, for a
+/// controller that does not elect a leader (it still parses them, so that
+/// it can refuse `--leader-elect` with a reason instead of an unknown-flag
+/// error).
+pub fn hide_leader_election(command: clap::Command) -> clap::Command {
+    command.mut_args(|arg| {
+        if LEADER_ELECTION_ARG_IDS.contains(&arg.get_id().as_str()) {
+            arg.hide(true)
+        } else {
+            arg
+        }
+    })
+}
+
 /// A default leader identity from the environment: `HOSTNAME-pid`.
 pub fn default_identity() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "controller".to_owned());

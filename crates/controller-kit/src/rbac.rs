@@ -429,8 +429,13 @@ impl ControllerManifest {
 
     /// All manifests as one multi-document YAML string, in a fixed order:
     /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
-    /// Role and RoleBinding (if enabled), Deployment or DaemonSet.
+    /// Role and RoleBinding (if enabled), Deployment or DaemonSet. Refuses
+    /// a namespace that is not an RFC 1123 label or an image that is not a
+    /// valid reference ([`crate::manifest_inputs`]), naming `--namespace` or
+    /// `--image`.
     pub fn to_yaml(&self) -> Result<String, Error> {
+        crate::manifest_inputs::validate_namespace("--namespace", &self.namespace)?;
+        crate::manifest_inputs::validate_image("--image", &self.image)?;
         let ns = Some(self.namespace.as_str());
         let mut docs: Vec<String> = Vec::new();
         let mut push = |v: Result<String, serde_saphyr::ser_error::Error>| -> Result<(), Error> {
