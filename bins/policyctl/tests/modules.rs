@@ -152,6 +152,42 @@ fn a_machine_set_without_deployment_is_a_membership_error() {
 }
 
 #[test]
+fn with_cluster_modules_disabled_capv_looks_nothing_up_and_hits_no_error() {
+    let text: String = ["cluster.yaml", "control-plane.yaml", "workers.yaml"]
+        .iter()
+        .map(|name| std::fs::read_to_string(management(name)).unwrap())
+        .collect::<Vec<_>>()
+        .join("---\n")
+        .replace(
+            "    kind: MachineDeployment\n    name: prod-east-md-1\n",
+            "    kind: Cluster\n    name: prod-east\n",
+        )
+        .replacen(
+            "spec:\n  clusterModules:\n",
+            "spec:\n  disableClusterModule: true\n  clusterModules:\n",
+            1,
+        );
+    assert!(text.contains("disableClusterModule: true"));
+    let run = common::run_with_stdin(&["-f", "-", "modules", "-o", "json"], &text);
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    let document = json(&run);
+    // Every entry stays, no VM joins a module, and the MachineSet without a
+    // MachineDeployment fails nothing.
+    assert_eq!(document["modules"]["keep"].as_array().unwrap().len(), 3);
+    for (machine, entry) in document["membership"].as_object().unwrap() {
+        assert_eq!(entry["moduleUUID"], Value::Null, "{machine}");
+        assert_eq!(entry["error"], Value::Null, "{machine}");
+    }
+    // The table still says why the group is unknown.
+    let run = common::run_with_stdin(&["-f", "-", "modules"], &text);
+    assert!(
+        run.stdout.contains("cluster modules disabled, so CAPV does not look the group up (it would fail: MachineSet clusters/prod-east-md-1-8d6bb: unable to find owner reference"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
 fn two_control_planes_stop_reconciliation_with_capvs_error() {
     // A second KubeadmControlPlane of the cluster, next to the example's.
     let text = std::fs::read_to_string(management("control-plane.yaml")).unwrap();

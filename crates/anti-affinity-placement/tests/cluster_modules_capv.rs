@@ -4,7 +4,9 @@
 //! - `pkg/clustermodule/util_test.go` `Test_IsCompatible` and
 //!   `github.com/blang/semver` v3.5.1 `semver_test.go` (format tables);
 //! - `controllers/clustermodule_reconciler_test.go`
-//!   `TestReconciler_Reconcile`, `TestReconciler_fetchMachineOwnerObjects`;
+//!   `TestReconciler_Reconcile` (every row, through the plan and
+//!   [`ModulePlan::apply`] with vCenter's answers as CAPV's mocks give
+//!   them), `TestReconciler_fetchMachineOwnerObjects`;
 //! - `pkg/util/fetch_object_test.go` `Test_FetchControlPlaneOwnerObject`
 //!   and `controllers/vspherevm_controller_test.go` `Test_reconcile`
 //!   (membership).
@@ -12,10 +14,11 @@
 //! Everything at CAPV v1.16.1.
 
 use anti_affinity_placement::cluster_modules::{
-    DeleteReason, GroupKind, InfrastructureTemplate, MachineOwners, Membership, MembershipError,
-    MissingOwner, ModuleEntry, ModuleOwner, ModuleState, OwnerIndex, OwnerReference,
-    ReconcileError, ReconcileInput, ReconcileStatus, VCenterVersion, cluster_modules_supported,
-    membership, reconcile_modules, reconcile_modules_with,
+    CreateOutcome, DeleteReason, GroupKind, InfrastructureTemplate, MachineOwners, Membership,
+    MembershipError, MissingOwner, ModuleCreate, ModuleEntry, ModuleOwner, ModulePlan, ModuleState,
+    OwnerIndex, OwnerReference, ReconcileError, ReconcileInput, ReconcileResult, ReconcileStatus,
+    VCenterVersion, cluster_modules_supported, membership, reconcile_modules,
+    reconcile_modules_with,
 };
 
 // ---------------------------------------------------------------- version gate
@@ -414,6 +417,376 @@ fn a_second_entry_for_the_same_owner_is_deleted() {
     assert_eq!(plan.delete[0].reason, DeleteReason::Duplicate);
 }
 
+/// One row of `TestReconciler_Reconcile`: the recorded entries, which of
+/// the owners `kcp` and `md` are being deleted, vCenter's answers (`DoesExist`
+/// per module UUID, `Create` per owner name; a call the row's mocks do not
+/// expect fails the test, as testify's mock does), then the row's checks.
+struct ReconcileRow {
+    name: &'static str,
+    recorded: Vec<ModuleEntry>,
+    kcp_deleting: bool,
+    md_deleting: bool,
+    exists: Vec<(&'static str, ModuleState)>,
+    created: Vec<(&'static str, CreateOutcome)>,
+    removed: Vec<&'static str>,
+    have_error: bool,
+    check: fn(&ReconcileResult),
+}
+
+fn uuids(result: &ReconcileResult) -> Vec<&str> {
+    let mut uuids: Vec<&str> = result
+        .entries
+        .iter()
+        .map(|e| e.module_uuid.as_str())
+        .collect();
+    uuids.sort_unstable();
+    uuids
+}
+
+fn names(result: &ReconcileResult) -> Vec<(&str, bool)> {
+    let mut names: Vec<(&str, bool)> = result
+        .entries
+        .iter()
+        .map(|e| (e.target_object_name.as_str(), e.control_plane))
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+fn not_ready_mentioning(result: &ReconcileResult, text: &str) {
+    let condition = result.condition.as_ref().expect("condition set");
+    assert!(!condition.ready, "{condition:?}");
+    assert!(condition.message.contains(text), "{condition:?}");
+}
+
+const KCP_NEW: &str = "6a3e1c0e-0b84-4b68-9d33-5c1f4d2c7a11a";
+const MD_NEW: &str = "b2d7f3a4-58e0-4c2e-9f61-7e2a9c0d1b22a";
+const VCENTER_500: &str = "500 Internal Server Error";
+
+fn reconcile_rows() -> Vec<ReconcileRow> {
+    let both = || vec![entry(true, "kcp", KCP_UUID), entry(false, "md", MD_UUID)];
+    let check_error = || ModuleState::CheckFailed(VCENTER_500.into());
+    vec![
+        ReconcileRow {
+            name: "when cluster modules already exist",
+            recorded: both(),
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![
+                (KCP_UUID, ModuleState::Exists),
+                (MD_UUID, ModuleState::Exists),
+            ],
+            created: vec![],
+            removed: vec![],
+            have_error: false,
+            check: |r| assert_eq!(r.entries.len(), 2),
+        },
+        ReconcileRow {
+            name: "when no cluster modules exist",
+            recorded: vec![],
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![],
+            created: vec![
+                ("kcp", CreateOutcome::Created(KCP_UUID.into())),
+                ("md", CreateOutcome::Created(MD_UUID.into())),
+            ],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert_eq!(names(r), [("kcp", true), ("md", false)]);
+                assert_eq!(uuids(r), [KCP_UUID, MD_UUID]);
+            },
+        },
+        ReconcileRow {
+            name: "when one cluster modules exist",
+            recorded: vec![entry(true, "kcp", KCP_UUID)],
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![(KCP_UUID, ModuleState::Exists)],
+            created: vec![("md", CreateOutcome::Created(MD_UUID.into()))],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert_eq!(names(r), [("kcp", true), ("md", false)]);
+                assert_eq!(uuids(r), [KCP_UUID, MD_UUID]);
+            },
+        },
+        ReconcileRow {
+            name: "when cluster modules do not exist anymore",
+            recorded: both(),
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![
+                (KCP_UUID, ModuleState::Missing),
+                (MD_UUID, ModuleState::Missing),
+            ],
+            created: vec![
+                ("kcp", CreateOutcome::Created(KCP_NEW.into())),
+                ("md", CreateOutcome::Created(MD_NEW.into())),
+            ],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert_eq!(uuids(r), [KCP_NEW, MD_NEW]);
+                assert!(r.condition.as_ref().unwrap().ready);
+            },
+        },
+        ReconcileRow {
+            name: "when cluster modules already exist but vCenter returns an error",
+            recorded: both(),
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![(KCP_UUID, check_error()), (MD_UUID, check_error())],
+            created: vec![],
+            removed: vec![],
+            have_error: true,
+            check: |r| {
+                assert_eq!(uuids(r), [KCP_UUID, MD_UUID]);
+                not_ready_mentioning(r, VCENTER_500);
+            },
+        },
+        ReconcileRow {
+            name: "when one cluster modules exists and for the other we get an error",
+            recorded: both(),
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![(KCP_UUID, ModuleState::Exists), (MD_UUID, check_error())],
+            created: vec![],
+            removed: vec![],
+            have_error: true,
+            check: |r| {
+                assert_eq!(uuids(r), [KCP_UUID, MD_UUID]);
+                not_ready_mentioning(r, VCENTER_500);
+            },
+        },
+        ReconcileRow {
+            name: "when one cluster modules does not exist and for the other we get an error",
+            recorded: both(),
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![(KCP_UUID, ModuleState::Missing), (MD_UUID, check_error())],
+            created: vec![("kcp", CreateOutcome::Created(KCP_NEW.into()))],
+            removed: vec![],
+            have_error: true,
+            check: |r| {
+                assert_eq!(uuids(r), [KCP_NEW, MD_UUID]);
+                not_ready_mentioning(r, VCENTER_500);
+            },
+        },
+        ReconcileRow {
+            name: "when cluster module creation is called for a resource pool owned by non compute cluster resource",
+            recorded: vec![],
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![],
+            created: vec![
+                ("kcp", CreateOutcome::IncompatibleOwner("foo-123".into())),
+                ("md", CreateOutcome::Created(MD_UUID.into())),
+            ],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert_eq!(names(r), [("md", false)]);
+                assert_eq!(uuids(r), [MD_UUID]);
+                not_ready_mentioning(r, "kcp");
+            },
+        },
+        ReconcileRow {
+            name: "when cluster module creation fails",
+            recorded: vec![],
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![],
+            created: vec![
+                ("kcp", CreateOutcome::Created(KCP_UUID.into())),
+                ("md", CreateOutcome::Failed("failed to reach API".into())),
+            ],
+            removed: vec![],
+            have_error: true,
+            check: |r| {
+                assert_eq!(names(r), [("kcp", true)]);
+                assert_eq!(uuids(r), [KCP_UUID]);
+                not_ready_mentioning(r, "md");
+            },
+        },
+        ReconcileRow {
+            name: "when all cluster module creations fail for a resource pool owned by non compute cluster resource",
+            recorded: vec![],
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![],
+            created: vec![
+                ("kcp", CreateOutcome::IncompatibleOwner("foo-123".into())),
+                ("md", CreateOutcome::IncompatibleOwner("bar-123".into())),
+            ],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert!(r.entries.is_empty());
+                not_ready_mentioning(r, "kcp");
+            },
+        },
+        ReconcileRow {
+            name: "when some cluster module creations are skipped",
+            recorded: vec![],
+            kcp_deleting: false,
+            md_deleting: false,
+            exists: vec![],
+            created: vec![
+                ("kcp", CreateOutcome::Created(KCP_UUID.into())),
+                ("md", CreateOutcome::Skipped),
+            ],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert_eq!(names(r), [("kcp", true)]);
+                assert_eq!(uuids(r), [KCP_UUID]);
+            },
+        },
+        ReconcileRow {
+            name: "when machine deployment is being deleted",
+            recorded: vec![entry(true, "kcp", KCP_UUID)],
+            kcp_deleting: false,
+            md_deleting: true,
+            exists: vec![(KCP_UUID, ModuleState::Exists)],
+            created: vec![],
+            removed: vec![],
+            have_error: false,
+            check: |r| {
+                assert_eq!(names(r), [("kcp", true)]);
+                assert_eq!(uuids(r), [KCP_UUID]);
+            },
+        },
+        ReconcileRow {
+            name: "when machine deployment is being deleted & cluster module info is set in object",
+            recorded: both(),
+            kcp_deleting: false,
+            md_deleting: true,
+            exists: vec![(KCP_UUID, ModuleState::Exists)],
+            created: vec![],
+            removed: vec![MD_UUID],
+            have_error: false,
+            check: |r| {
+                assert_eq!(names(r), [("kcp", true)]);
+                assert_eq!(uuids(r), [KCP_UUID]);
+            },
+        },
+        ReconcileRow {
+            // CAPV's rows share one MachineDeployment object, still marked
+            // for deletion by the rows before.
+            name: "when control plane & machine deployment are being deleted & cluster module info is set in object",
+            recorded: both(),
+            kcp_deleting: true,
+            md_deleting: true,
+            exists: vec![],
+            created: vec![],
+            removed: vec![KCP_UUID, MD_UUID],
+            have_error: false,
+            check: |r| assert!(r.entries.is_empty()),
+        },
+        ReconcileRow {
+            name: "when control plane & machine deployment are being deleted & cluster module info is not set",
+            recorded: vec![],
+            kcp_deleting: true,
+            md_deleting: true,
+            exists: vec![],
+            created: vec![],
+            removed: vec![],
+            have_error: false,
+            check: |r| assert!(r.entries.is_empty()),
+        },
+    ]
+}
+
+#[test]
+fn reconciler_reconcile_table() {
+    for row in reconcile_rows() {
+        let mut owners = vec![kcp("kcp"), md("md")];
+        owners[0].deleting = row.kcp_deleting;
+        owners[1].deleting = row.md_deleting;
+        let plan: ModulePlan = reconcile_modules_with(input(&row.recorded, &owners), |e| {
+            row.exists
+                .iter()
+                .find(|(uuid, _)| *uuid == e.module_uuid)
+                .map(|(_, state)| state.clone())
+                .unwrap_or_else(|| panic!("{}: unexpected DoesExist({})", row.name, e.module_uuid))
+        });
+        let removed: Vec<&str> = plan.delete.iter().map(|d| d.module_uuid.as_str()).collect();
+        assert_eq!(removed, row.removed, "{}: Remove calls", row.name);
+        let mut asked = Vec::new();
+        let result = plan.apply("7.0.0", |c: &ModuleCreate| {
+            asked.push(c.target_object_name.clone());
+            row.created
+                .iter()
+                .find(|(name, _)| *name == c.target_object_name)
+                .map(|(_, outcome)| outcome.clone())
+                .unwrap_or_else(|| {
+                    panic!("{}: unexpected Create({})", row.name, c.target_object_name)
+                })
+        });
+        // Every expected Create was made (testify's AssertExpectations).
+        let mut expected: Vec<&str> = row.created.iter().map(|(n, _)| *n).collect();
+        expected.sort_unstable();
+        asked.sort_unstable();
+        assert_eq!(asked, expected, "{}: Create calls", row.name);
+        assert_eq!(
+            result.error.is_some(),
+            row.have_error,
+            "{}: {result:?}",
+            row.name
+        );
+        (row.check)(&result);
+    }
+}
+
+#[test]
+fn the_condition_message_aggregates_every_failure_as_capv_words_it() {
+    let recorded = [entry(true, "kcp", KCP_UUID)];
+    let owners = [kcp("kcp"), md("md")];
+    let plan = reconcile_modules_with(input(&recorded, &owners), |_| {
+        ModuleState::CheckFailed(VCENTER_500.into())
+    });
+    let result = plan.apply("7.0.0", |_| CreateOutcome::IncompatibleOwner("rp-1".into()));
+    let message = format!(
+        "Failed to create cluster modules for: kcp failed to check if cluster module \"{KCP_UUID}\" exists: 500 Internal Server Error, md failed to create cluster module: rp-1 not a compute cluster"
+    );
+    assert_eq!(result.condition.unwrap().message, message);
+    // One failure is not an incompatible owner: the reconciliation fails.
+    assert_eq!(result.error.as_deref(), Some(message.as_str()));
+}
+
+#[test]
+fn a_closed_gate_keeps_the_entries_and_says_why() {
+    // Reconcile's first step (IsClusterCompatible false): condition False,
+    // no error, spec.clusterModules untouched.
+    let recorded = [entry(true, "kcp", KCP_UUID)];
+    let plan = ModulePlan::unchanged(&recorded, ReconcileStatus::VersionUnsupported);
+    let result = plan.apply("6.7.0", |_| panic!("no module is created"));
+    assert_eq!(result.entries, recorded);
+    assert_eq!(result.error, None);
+    let condition = result.condition.unwrap();
+    assert!(!condition.ready);
+    assert_eq!(
+        condition.message,
+        "vCenter version 6.7.0 does not support cluster modules"
+    );
+    // A failed owner listing changes nothing and is returned.
+    let plan = reconcile_modules(ReconcileInput {
+        cluster_name: None,
+        ..input(&recorded, &[kcp("kcp")])
+    });
+    let result = plan.apply("7.0.0", |_| panic!("no module is created"));
+    assert_eq!(result.entries, recorded);
+    assert_eq!(result.condition, None);
+    assert!(
+        result
+            .error
+            .unwrap()
+            .starts_with("failed to get Machine owner objects: failed to get Cluster name from VSphereCluster: missing cluster name label")
+    );
+}
+
 // fetchMachineOwnerObjects: the owner list itself.
 
 #[test]
@@ -709,4 +1082,89 @@ fn membership_serialises_flat() {
         json,
         serde_json::json!({"groupKind": "MachineDeployment", "groupName": "foo-md", "moduleUUID": MD_UUID, "error": null})
     );
+}
+
+/// `Test_reconcile`'s management cluster as [`ClusterModulesInput`]: the
+/// Machine `foo` of namespace `test`, with or without its owner hierarchy
+/// (`foo-ms` → `foo-md`).
+fn vm_controller_input(
+    hierarchy: bool,
+    disabled: bool,
+) -> anti_affinity_placement::cluster_modules::ClusterModulesInput {
+    use anti_affinity_placement::cluster_modules::{ClusterMachine, ClusterModulesInput};
+    let mut owners = MachineOwners {
+        namespace: "test".into(),
+        name: "foo".into(),
+        control_plane: false,
+        owner_references: vec![],
+    };
+    let mut index = OwnerIndex::default();
+    if hierarchy {
+        owners.owner_references = vec![reference(
+            "cluster.x-k8s.io/v1beta2",
+            "MachineSet",
+            "foo-ms",
+        )];
+        index.machine_sets.insert(
+            ("test".into(), "foo-ms".into()),
+            vec![reference(
+                "cluster.x-k8s.io/v1beta2",
+                "MachineDeployment",
+                "foo-md",
+            )],
+        );
+        index
+            .machine_deployments
+            .insert(("test".into(), "foo-md".into()));
+    }
+    ClusterModulesInput {
+        vcenter_version: "7.0.3".into(),
+        disabled,
+        cluster_name: Some("valid-cluster".into()),
+        server: SERVER.into(),
+        recorded: vec![entry(false, "foo-md", MD_UUID)],
+        owners: vec![],
+        owner_index: index,
+        machines: vec![ClusterMachine {
+            owners,
+            vm: "foo".into(),
+            host: Some("esx-1".into()),
+            deleting: false,
+        }],
+        inventory: None,
+    }
+}
+
+#[test]
+fn vm_reconcile_table() {
+    // Test_reconcile "during VM creation": CAPV looks the module up only
+    // with the NodeAntiAffinity gate on and spec.disableClusterModule unset
+    // (the gate is assumed on here; disableClusterModule plays "turned
+    // off").
+    // "when info cannot be fetched" / "when anti affinity feature gate is
+    // turned off": no lookup, no error.
+    let off = vm_controller_input(false, true).report();
+    let foo = &off.membership["test/foo"];
+    assert!(matches!(foo, Membership::NotLookedUp { .. }), "{foo:?}");
+    assert_eq!(
+        serde_json::to_value(foo).unwrap(),
+        serde_json::json!({"groupKind": "MachineDeployment", "groupName": null, "moduleUUID": null, "error": null})
+    );
+    // "... turned on": the reconcile fails.
+    let on = vm_controller_input(false, false).report();
+    assert!(
+        on.membership["test/foo"]
+            .error()
+            .unwrap()
+            .to_string()
+            .contains("unable to find owner reference with APIVersion cluster.x-k8s.io/v1beta2 and Kind MachineSet")
+    );
+    // "when info can be fetched": the module is found.
+    let fetched = vm_controller_input(true, false).report();
+    assert_eq!(fetched.membership["test/foo"].module_uuid(), Some(MD_UUID));
+    // ... and with the opt-out the group is known but no module is joined.
+    let opted_out = vm_controller_input(true, true).report();
+    assert_eq!(opted_out.membership["test/foo"].group(), Some("foo-md"));
+    assert_eq!(opted_out.membership["test/foo"].module_uuid(), None);
+    assert!(opted_out.modules.is_empty() && opted_out.modules.keep.len() == 1);
 }

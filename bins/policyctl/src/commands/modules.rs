@@ -7,8 +7,7 @@
 //! Reads Cluster, VSphereCluster, KubeadmControlPlane, MachineDeployment,
 //! MachineSet, Machine, VSphereVM and VSphereMachineTemplate objects
 //! (`v1beta1` or `v1beta2`) and, when the input has exactly one, a
-//! HostInventory for host capacities and maintenance flags. Live mode lists
-//! the same kinds ([`crate::manifest::CAPI_KINDS`] and Machines).
+//! HostInventory for host capacities and maintenance flags.
 
 use anti_affinity_placement::cluster_modules::{
     ClusterModulesReport, DeleteReason, Membership, ReconcileStatus,
@@ -263,6 +262,9 @@ pub fn table_text(view: &ClusterView) -> String {
                         missing.kind, missing.name
                     ),
                     Membership::Failed { error, .. } => format!("error: {error}"),
+                    Membership::NotLookedUp { would_fail, .. } => format!(
+                        "cluster modules disabled, so CAPV does not look the group up (it would fail: {would_fail})"
+                    ),
                 };
                 [
                     machine.clone(),

@@ -136,6 +136,14 @@ pub enum Membership {
         /// Why.
         error: MembershipError,
     },
+    /// CAPV does not look the group up (`spec.disableClusterModule`), so
+    /// the broken owner chain fails nothing; serialised without an error.
+    NotLookedUp {
+        /// The kind of group it would look for.
+        kind: GroupKind,
+        /// The error the lookup would hit.
+        would_fail: MembershipError,
+    },
 }
 
 impl Membership {
@@ -144,7 +152,8 @@ impl Membership {
         match self {
             Self::Member { kind, .. }
             | Self::OwnerNotFound { kind, .. }
-            | Self::Failed { kind, .. } => *kind,
+            | Self::Failed { kind, .. }
+            | Self::NotLookedUp { kind, .. } => *kind,
         }
     }
 
@@ -169,6 +178,24 @@ impl Membership {
         match self {
             Self::Failed { error, .. } => Some(error),
             _ => None,
+        }
+    }
+
+    /// The membership when CAPV does not look it up
+    /// (`spec.disableClusterModule`): no module, and a lookup error becomes
+    /// [`Membership::NotLookedUp`].
+    pub fn not_looked_up(self) -> Self {
+        match self {
+            Self::Member { kind, group, .. } => Self::Member {
+                kind,
+                group,
+                module_uuid: None,
+            },
+            Self::Failed { kind, error } => Self::NotLookedUp {
+                kind,
+                would_fail: error,
+            },
+            other => other,
         }
     }
 }

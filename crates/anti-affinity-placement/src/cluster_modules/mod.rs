@@ -9,7 +9,7 @@
 //! | part | function | CAPV |
 //! |---|---|---|
 //! | version gate (A.5) | [`cluster_modules_supported`] | `clustermodule.IsClusterCompatible` |
-//! | module reconciliation (A.1, A.3, A.4) | [`reconcile_modules`], [`reconcile_modules_with`] | `ClusterModuleReconciler.Reconcile` |
+//! | module reconciliation (A.1, A.3, A.4) | [`reconcile_modules`], [`reconcile_modules_with`], [`ModulePlan::apply`] | `ClusterModuleReconciler.Reconcile` |
 //! | membership (A.2) | [`membership`] | `vmReconciler.fetchClusterModuleInfo` |
 //! | audit (A.7) | [`audit_groups`] | — (vSphere DRS does not report it) |
 //! | vMotions (A.13) | [`plan_moves`] | — (CAPV never rebalances) |
@@ -31,8 +31,9 @@ pub use membership::{
     MembershipError, MissingOwner, OwnerIndex, OwnerReference, membership,
 };
 pub use reconcile::{
-    DeleteReason, GroupKind, InfrastructureTemplate, ModuleCreate, ModuleDelete, ModuleEntry,
-    ModuleOwner, ModulePlan, ModuleState, ReconcileError, ReconcileInput, ReconcileStatus,
+    CreateOutcome, DeleteReason, GroupKind, INCOMPATIBLE_OWNER_SUFFIX, InfrastructureTemplate,
+    ModuleCreate, ModuleDelete, ModuleEntry, ModuleOwner, ModulePlan, ModuleState,
+    ModulesCondition, ReconcileError, ReconcileInput, ReconcileResult, ReconcileStatus,
     SkippedOwner, reconcile_modules, reconcile_modules_with,
 };
 pub use version::{
@@ -128,8 +129,9 @@ impl ClusterModulesInput {
     /// - The gate closed (A.5) or `disableClusterModule` leaves every
     ///   recorded entry as it is.
     /// - Membership is resolved against the recorded entries (what CAPV's
-    ///   VM controller sees now); with `disableClusterModule` no VM joins a
-    ///   module.
+    ///   VM controller sees now); with `disableClusterModule` CAPV does not
+    ///   look it up: no VM joins a module and a broken owner chain is no
+    ///   error ([`Membership::not_looked_up`]).
     /// - The audit covers the live KubeadmControlPlane and
     ///   MachineDeployments and every group a Machine resolves to, whether
     ///   or not it has a module.
@@ -147,18 +149,16 @@ impl ClusterModulesInput {
                 owners: &self.owners,
             })
         };
-        let no_modules: &[ModuleEntry] = &[];
-        let lookup = if self.disabled {
-            no_modules
-        } else {
-            &self.recorded
-        };
         let mut members = Vec::new();
         let membership: BTreeMap<String, Membership> = self
             .machines
             .iter()
             .map(|machine| {
-                let resolved = membership::membership(&machine.owners, &self.owner_index, lookup);
+                let mut resolved =
+                    membership::membership(&machine.owners, &self.owner_index, &self.recorded);
+                if self.disabled {
+                    resolved = resolved.not_looked_up();
+                }
                 if let (Some(group), false) = (resolved.group(), machine.deleting) {
                     members.push(AuditMember {
                         group: GroupId {

@@ -434,3 +434,166 @@ pub fn reconcile_modules_with(
     }
     plan
 }
+
+/// The suffix of the error CAPV's module service returns when the template's
+/// resource pool belongs to a standalone host rather than a compute cluster
+/// (its `IncompatibleOwnerError`, recognised by this suffix alone).
+pub const INCOMPATIBLE_OWNER_SUFFIX: &str = "not a compute cluster";
+
+/// What vCenter answered when CAPV asked it to create one module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateOutcome {
+    /// The module exists now, with this UUID.
+    Created(String),
+    /// CAPV's service skipped the creation without an error (A.4: an owner
+    /// whose template is not a VSphereMachineTemplate or lives on another
+    /// vCenter): no entry, no error.
+    Skipped,
+    /// The template's resource pool is owned by a standalone host, named
+    /// here: no entry; the error alone does not fail the reconciliation.
+    IncompatibleOwner(String),
+    /// Any other failure, with vCenter's message.
+    Failed(String),
+}
+
+/// CAPV's `ClusterModulesReady` condition on the VSphereCluster after a
+/// reconciliation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModulesCondition {
+    /// `status: True`.
+    pub ready: bool,
+    /// The message (empty when ready).
+    pub message: String,
+}
+
+/// The VSphereCluster after CAPV's reconciliation has carried out a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileResult {
+    /// The new `spec.clusterModules`: the kept entries, then the created
+    /// modules.
+    pub entries: Vec<ModuleEntry>,
+    /// The `ClusterModulesReady` condition, `None` when the reconciliation
+    /// leaves it as it was (it failed before looking at any module).
+    pub condition: Option<ModulesCondition>,
+    /// The error the reconciliation returns (CAPV then retries), if any.
+    pub error: Option<String>,
+}
+
+impl ModulePlan {
+    /// Carry out the plan as CAPV's `ClusterModuleReconciler.Reconcile`
+    /// does, given what vCenter answers to each creation:
+    ///
+    /// - the new `spec.clusterModules` are the kept entries, then every
+    ///   created module (skipped and failed creations leave no entry);
+    /// - failed existence checks and failed creations are collected, in
+    ///   that order, into one message, `Failed to create cluster modules
+    ///   for: <name> <error>, ...`; any makes the condition False with that
+    ///   message, and the reconciliation returns the message as its error
+    ///   unless every one of them is an incompatible owner
+    ///   ([`INCOMPATIBLE_OWNER_SUFFIX`]);
+    /// - otherwise the condition is True;
+    /// - with the version gate closed the entries are kept and the
+    ///   condition is False (`vCenter version V does not support cluster
+    ///   modules`); when the reconciliation failed before looking at any
+    ///   module, nothing changes and its error is returned; with
+    ///   `disableClusterModule` CAPV does not reconcile at all.
+    pub fn apply(
+        &self,
+        vcenter_version: &str,
+        mut create: impl FnMut(&ModuleCreate) -> CreateOutcome,
+    ) -> ReconcileResult {
+        match &self.status {
+            ReconcileStatus::Reconciled => {}
+            ReconcileStatus::VersionUnsupported => {
+                return ReconcileResult {
+                    entries: self.keep.clone(),
+                    condition: Some(ModulesCondition {
+                        ready: false,
+                        message: format!(
+                            "vCenter version {vcenter_version} does not support cluster modules"
+                        ),
+                    }),
+                    error: None,
+                };
+            }
+            ReconcileStatus::Disabled => {
+                return ReconcileResult {
+                    entries: self.keep.clone(),
+                    condition: None,
+                    error: None,
+                };
+            }
+            ReconcileStatus::Failed(error) => {
+                return ReconcileResult {
+                    entries: self.keep.clone(),
+                    condition: None,
+                    error: Some(format!("failed to get Machine owner objects: {error}")),
+                };
+            }
+        }
+        let mut entries = self.keep.clone();
+        let mut errors: Vec<(String, String)> = self
+            .check_failures
+            .iter()
+            .map(|(entry, message)| {
+                (
+                    entry.target_object_name.clone(),
+                    format!(
+                        "failed to check if cluster module {:?} exists: {message}",
+                        entry.module_uuid
+                    ),
+                )
+            })
+            .collect();
+        for wanted in &self.create {
+            let failure = match create(wanted) {
+                CreateOutcome::Created(uuid) => {
+                    entries.push(ModuleEntry {
+                        control_plane: wanted.control_plane,
+                        target_object_name: wanted.target_object_name.clone(),
+                        module_uuid: uuid,
+                    });
+                    continue;
+                }
+                CreateOutcome::Skipped => continue,
+                CreateOutcome::IncompatibleOwner(resource) => {
+                    format!("{resource} {INCOMPATIBLE_OWNER_SUFFIX}")
+                }
+                CreateOutcome::Failed(message) => message,
+            };
+            errors.push((
+                wanted.target_object_name.clone(),
+                format!("failed to create cluster module: {failure}"),
+            ));
+        }
+        if errors.is_empty() {
+            return ReconcileResult {
+                entries,
+                condition: Some(ModulesCondition {
+                    ready: true,
+                    message: String::new(),
+                }),
+                error: None,
+            };
+        }
+        let message = format!(
+            "Failed to create cluster modules for: {}",
+            errors
+                .iter()
+                .map(|(name, error)| format!("{name} {error}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let only_incompatible = errors
+            .iter()
+            .all(|(_, error)| error.ends_with(INCOMPATIBLE_OWNER_SUFFIX));
+        ReconcileResult {
+            entries,
+            condition: Some(ModulesCondition {
+                ready: false,
+                message: message.clone(),
+            }),
+            error: (!only_incompatible).then_some(message),
+        }
+    }
+}
