@@ -123,8 +123,82 @@ pub fn matching(
 }
 
 fn list(store: &Store, info: &ResourceInfo, req: &ApiRequest) -> Result<(u16, Value), ApiError> {
-    let items = matching(store, info, req)?;
-    Ok((200, list_body(info, store.resource_version(), items)))
+    let mut items = matching(store, info, req)?;
+    let limit = match req.param("limit").filter(|l| !l.is_empty()) {
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid value for limit: {l:?}")))?,
+        None => 0,
+    };
+    let mut rv = store.resource_version();
+    if let Some(token) = req.param("continue").filter(|c| !c.is_empty()) {
+        let (token_rv, start) = decode_continue(token)?;
+        if token_rv < store.compacted_rv() {
+            return Err(ApiError::new(
+                410,
+                "Expired",
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+            ));
+        }
+        rv = token_rv;
+        let start = start
+            .split_once('/')
+            .map(|(ns, name)| (ns.to_owned(), name.to_owned()))
+            .unwrap_or_default();
+        items.retain(|item| item_key(item) > start);
+    }
+    let mut body = list_body(info, rv, Vec::new());
+    let total = items.len();
+    if let Ok(limit) = usize::try_from(limit)
+        && limit > 0
+        && total > limit
+    {
+        items.truncate(limit);
+        let (ns, name) = items.last().map(item_key).unwrap_or_default();
+        body["metadata"]["continue"] = json!(encode_continue(rv, &format!("{ns}/{name}")));
+        body["metadata"]["remainingItemCount"] = json!(total - limit);
+    }
+    body["items"] = Value::Array(items);
+    Ok((200, body))
+}
+
+/// `(namespace, name)`: the order of list results and of continue tokens.
+fn item_key(item: &Value) -> (String, String) {
+    let field = |f: &str| {
+        item.pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (field("namespace"), field("name"))
+}
+
+/// A continue token: the list's resourceVersion and the key of the last
+/// object returned, as JSON in hexadecimal (opaque to clients, as
+/// kube-apiserver's base64 tokens of `{"v","rv","start"}` are,
+/// staging/src/k8s.io/apiserver/pkg/storage/continue.go).
+fn encode_continue(rv: u64, last_key: &str) -> String {
+    let text = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": last_key}).to_string();
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
+    let invalid = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
+    if token.len() % 2 != 0 || !token.is_ascii() {
+        return Err(invalid());
+    }
+    let bytes = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&token[i..i + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| invalid())?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    match (value["rv"].as_u64(), value["start"].as_str()) {
+        (Some(rv), Some(start)) if value["v"] == json!("meta.k8s.io/v1") => {
+            Ok((rv, start.to_owned()))
+        }
+        _ => Err(invalid()),
+    }
 }
 
 /// A `<Kind>List` body.
@@ -324,7 +398,7 @@ fn create(
         req.namespace.as_deref(),
         obj,
         true,
-        req.param("fieldManager"),
+        req.manager().as_deref(),
         "Update",
         req.dry_run(),
     )?;
@@ -482,7 +556,39 @@ fn commit(
     let owners = owners.clone();
     let mut new = new;
     render_managed_fields(&mut new, &owners);
-    Ok(store.replace(key, new))
+    Ok(store_unless_no_op(store, key, old, new))
+}
+
+/// The object with its resourceVersion removed and its managedFields
+/// timestamps blanked: what decides whether a write changed anything.
+fn comparable(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        if let Some(list) = m.get_mut("managedFields").and_then(Value::as_array_mut) {
+            for entry in list {
+                if let Some(e) = entry.as_object_mut() {
+                    e.remove("time");
+                }
+            }
+        }
+    }
+    o
+}
+
+/// Stores `new` unless it equals `old` but for managedFields timestamps.
+/// Such a write is a no-op on kube-apiserver: the field manager restores the
+/// old timestamps when nothing else changed
+/// (`IgnoreManagedFieldsTimestampsTransformer`,
+/// staging/src/k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager/equality.go),
+/// and the storage layer then skips writing identical bytes and returns
+/// the existing object (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go,
+/// GuaranteedUpdate). So the resourceVersion stays and no watch event is sent.
+fn store_unless_no_op(store: &mut Store, key: ObjectKey, old: &Value, new: Value) -> Value {
+    if comparable(old) == comparable(&new) {
+        return old.clone();
+    }
+    store.replace(key, new)
 }
 
 fn update(
@@ -505,8 +611,25 @@ fn update(
         .get(&key)
         .cloned()
         .ok_or_else(|| ApiError::not_found(&info.id.qualified_name(), &name))?;
+    if info.custom
+        && desired
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        // Custom resources do not allow unconditional updates: the
+        // apiextensions strategy's AllowUnconditionalUpdate is false, so the
+        // generic registry's Update answers 422
+        // (staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresource/strategy.go,
+        // staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go, Store.Update).
+        return Err(ApiError::invalid(format!(
+            "{}.{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+            info.kind, info.id.group
+        )));
+    }
     check_rv(info, &name, &old, &desired)?;
-    let manager = req.param("fieldManager");
+    let manager = req.manager();
+    let manager = manager.as_deref();
     let new = finish_write(
         info,
         &old,
@@ -528,10 +651,22 @@ fn patch(
 ) -> Result<(u16, Value), ApiError> {
     let name = req.name.clone().unwrap_or_default();
     let kind = PatchKind::from_content_type(content_type)?;
+    if kind == PatchKind::StrategicMerge && info.custom {
+        // The custom resource handler lists no strategic merge patch among
+        // its supported patch types
+        // (staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_handler.go,
+        // supportedTypes), so the patch handler answers 415.
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
     let key = key(info, req, &name);
-    let manager = req.param("fieldManager");
+    let manager = req.manager();
+    let manager = manager.as_deref();
     let force = req.flag("force");
-    if kind == PatchKind::Apply && manager.is_none() {
+    if kind == PatchKind::Apply && req.param("fieldManager").is_none_or(str::is_empty) {
         return Err(ApiError::bad_request(
             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
         ));
@@ -605,7 +740,7 @@ fn patch(
         let mut new = new;
         render_managed_fields(&mut new, &owners);
         *store.owners_mut(&key) = owners;
-        return Ok((200, store.replace(key, new)));
+        return Ok((200, store_unless_no_op(store, key, &old, new)));
     }
     let new = finish_write(
         info,

@@ -31,9 +31,16 @@
 //! minimal discovery. Errors are Kubernetes `Status` bodies. Faults can be
 //! injected ([`Fault`]) and every request is logged ([`RequestRecord`]).
 //!
+//! Strict where kube-apiserver is (each cited where it is implemented, in
+//! [`handlers`], and tested in `tests/strictness.rs`): a write that changes
+//! nothing keeps the resourceVersion and sends no event; the field manager
+//! defaults to the `User-Agent`'s first segment; custom resources refuse
+//! strategic-merge patches (415) and updates without a resourceVersion
+//! (422); lists page with `limit`/`continue`.
+//!
 //! Not modelled: admission, validation against schemas, defaulting,
-//! garbage collection (ownerReferences), namespace lifecycle, pagination
-//! (`limit` is ignored, lists are always complete), authentication.
+//! garbage collection (ownerReferences), namespace lifecycle,
+//! authentication.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -312,7 +319,8 @@ impl FakeApi {
         lock(&self.inner.store).remove(&key, None)
     }
 
-    /// Serves one request (what the [`tower::Service`] impl calls).
+    /// Serves one request without headers but its content type (see
+    /// [`FakeApi::handle_request`]).
     pub async fn handle(
         &self,
         method: http::Method,
@@ -320,6 +328,31 @@ impl FakeApi {
         content_type: Option<String>,
         body: Bytes,
     ) -> Response<ResponseBody> {
+        let mut headers = http::HeaderMap::new();
+        if let Some(value) = content_type.and_then(|c| http::HeaderValue::from_str(&c).ok()) {
+            headers.insert(http::header::CONTENT_TYPE, value);
+        }
+        self.handle_request(method, uri, &headers, body).await
+    }
+
+    /// Serves one request (what the [`tower::Service`] impl calls). Reads
+    /// `Content-Type` and `User-Agent` (the default field manager) from
+    /// `headers`.
+    pub async fn handle_request(
+        &self,
+        method: http::Method,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+        body: Bytes,
+    ) -> Response<ResponseBody> {
+        let header = |name: http::header::HeaderName| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header(http::header::CONTENT_TYPE);
+        let user_agent = header(http::header::USER_AGENT);
         let path = uri.path().to_owned();
         let query = uri.query().unwrap_or_default().to_owned();
         let mut record = RequestRecord {
@@ -337,17 +370,20 @@ impl FakeApi {
             status: 0,
             injected: false,
         };
-        let route = match router::route(&method, &path, &query) {
+        let mut route = match router::route(&method, &path, &query) {
             Ok(r) => r,
             Err(e) => return self.finish(record, json_response(e.code, &e.to_status())),
         };
+        if let Route::Resource(req) = &mut route {
+            req.user_agent = user_agent;
+        }
         if let Route::Resource(req) = &route {
             record.verb = Some(req.verb);
             record.resource = Some(req.resource.clone());
             record.namespace.clone_from(&req.namespace);
             record.name.clone_from(&req.name);
             record.subresource.clone_from(&req.subresource);
-            record.field_manager = req.param("fieldManager").map(str::to_owned);
+            record.field_manager = req.manager();
             record.dry_run = req.dry_run();
             let outcome = lock(&self.inner.faults).evaluate(&FaultTarget {
                 verb: req.verb,
@@ -455,11 +491,6 @@ where
         let this = self.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
-            let content_type = parts
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
             let bytes = match body.collect().await {
                 Ok(c) => c.to_bytes(),
                 Err(e) => {
@@ -469,7 +500,7 @@ where
                 }
             };
             Ok(this
-                .handle(parts.method, &parts.uri, content_type, bytes)
+                .handle_request(parts.method, &parts.uri, &parts.headers, bytes)
                 .await)
         })
     }

@@ -24,7 +24,8 @@ pub struct RequestRecord {
     pub subresource: Option<String>,
     /// `Content-Type` of the request, if any.
     pub content_type: Option<String>,
-    /// `fieldManager` query parameter, if any.
+    /// The field manager the request acts as: the `fieldManager` query
+    /// parameter, else the `User-Agent` prefix (see `ApiRequest::manager`).
     pub field_manager: Option<String>,
     /// Whether the request was a dry run (`dryRun=All`).
     pub dry_run: bool,

@@ -55,6 +55,19 @@ pub struct ResourceInfo {
     /// to the main resource ignore `.status` and writes to `/status` change
     /// only `.status`, as on a real API server.
     pub status_subresource: bool,
+    /// Whether the type is a custom resource (served from a
+    /// CustomResourceDefinition), where kube-apiserver refuses
+    /// strategic-merge patches (415) and updates without a resourceVersion
+    /// (422). Default: the group has a dot and does not end in `.k8s.io`
+    /// (CRD groups need a dot; the built-in dotted groups are `*.k8s.io`);
+    /// change with [`ResourceInfo::with_custom`].
+    pub custom: bool,
+}
+
+/// Whether `group` is, by default, a custom resource's group (see
+/// [`ResourceInfo::custom`]).
+pub fn is_custom_group(group: &str) -> bool {
+    group.contains('.') && !group.ends_with(".k8s.io")
 }
 
 impl ResourceInfo {
@@ -65,6 +78,7 @@ impl ResourceInfo {
             kind: kind.to_owned(),
             namespaced: true,
             status_subresource: false,
+            custom: is_custom_group(group),
         }
     }
 
@@ -85,6 +99,12 @@ impl ResourceInfo {
         }
     }
 
+    /// Same resource, marked as a custom resource or not.
+    #[must_use]
+    pub fn with_custom(self, custom: bool) -> Self {
+        Self { custom, ..self }
+    }
+
     /// The resource for a kube [`Resource`](kube::Resource) type with a
     /// static dynamic type (k8s-openapi types and `#[derive(CustomResource)]`).
     pub fn of<K: kube::Resource<DynamicType = ()>>(namespaced: bool) -> Self {
@@ -93,6 +113,7 @@ impl ResourceInfo {
             kind: K::kind(&()).into_owned(),
             namespaced,
             status_subresource: false,
+            custom: is_custom_group(&K::group(&())),
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct ApiRequest {
     pub subresource: Option<String>,
     /// Decoded query parameters.
     pub query: BTreeMap<String, String>,
+    /// The request's `User-Agent` header, if any (set by the service after routing).
+    pub user_agent: Option<String>,
 }
 
 impl ApiRequest {
@@ -50,6 +52,28 @@ impl ApiRequest {
     /// A boolean query parameter (`true`/`1`).
     pub fn flag(&self, key: &str) -> bool {
         matches!(self.param(key), Some("true" | "1"))
+    }
+
+    /// The field manager a write is recorded under: the `fieldManager`
+    /// parameter, else the `User-Agent`'s first `/`-separated segment,
+    /// printable characters only and at most 128 of them, as kube-apiserver's
+    /// `managerOrUserAgent` / `prefixFromUserAgent`
+    /// (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/rest.go`).
+    /// `None` when neither yields a name.
+    pub fn manager(&self) -> Option<String> {
+        if let Some(m) = self.param("fieldManager").filter(|m| !m.is_empty()) {
+            return Some(m.to_owned());
+        }
+        let agent = self.user_agent.as_deref()?;
+        let prefix: String = agent
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(128)
+            .collect();
+        (!prefix.is_empty()).then_some(prefix)
     }
 
     /// Whether `dryRun=All` was given.
@@ -157,6 +181,7 @@ pub fn route(method: &http::Method, path: &str, query: &str) -> Result<Route, Ap
         name: name.map(str::to_owned),
         subresource: subresource.map(str::to_owned),
         query,
+        user_agent: None,
     }))
 }
 
