@@ -184,7 +184,7 @@ fn encode_continue(rv: u64, last_key: &str) -> String {
 
 fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
     let invalid = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
-    if token.len() % 2 != 0 || !token.is_ascii() {
+    if !token.len().is_multiple_of(2) || !token.is_ascii() {
         return Err(invalid());
     }
     let bytes = (0..token.len())
