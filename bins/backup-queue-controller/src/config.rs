@@ -55,6 +55,9 @@ pub struct Config {
     pub retry_backoff: Duration,
     /// Longest wait between retries.
     pub max_retry_backoff: Duration,
+    /// First wait before reading the Backup CRD again when it could not be
+    /// read at start-up (doubles up to a minute).
+    pub crd_retry: Duration,
 }
 
 impl Config {
@@ -71,6 +74,7 @@ impl Config {
             instance: None,
             retry_backoff: Duration::from_millis(100),
             max_retry_backoff: Duration::from_secs(10),
+            crd_retry: Duration::from_secs(5),
         }
     }
 }

@@ -12,6 +12,9 @@ pub enum Error {
         "cannot tell whether backups.velero.io has a status subresource (API discovery of velero.io/v1 failed: {0}); set --status-subresource=enabled or =disabled"
     )]
     Discovery(#[source] kube::Error),
+    /// The Backup CRD lacks the queue phases or `status.queuePosition`.
+    #[error("{0}")]
+    VeleroTooOld(String),
     /// `velero.io/v1` does not serve `backups`.
     #[error(
         "the API server does not serve backups.velero.io/v1; install Velero's CRDs first (see docs/operations.md)"

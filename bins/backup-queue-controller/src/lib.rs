@@ -29,6 +29,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod crd_check;
 pub mod error;
 pub mod index;
 pub mod manifests;
@@ -71,6 +72,7 @@ pub async fn run_with(
         telemetry.into_run_settings(config.metrics_addr, config.leader.clone(), config.dry_run);
     let work_shutdown = shutdown.clone();
     run_controller(client.clone(), settings, shutdown, move || async move {
+        check_backup_crd(&client, &readiness, &work_shutdown, config.crd_retry).await?;
         let status_subresource = status_subresource(&client, config.status_subresource).await?;
         tracing::info!(
             namespace = %config.namespace,
@@ -103,6 +105,56 @@ pub async fn run_with(
         Ok(())
     })
     .await
+}
+
+/// The start-up check of the Backup CRD ([`crd_check`]): too old → the
+/// error that stops the controller (exit 1); unreadable → `/readyz` fails
+/// with the reason while a task keeps trying (every `retry`, doubling up to
+/// a minute) and, should the CRD turn out too old, stops the controller.
+async fn check_backup_crd(
+    client: &kube::Client,
+    readiness: &controller_kit::server::Readiness,
+    shutdown: &Shutdown,
+    retry: std::time::Duration,
+) -> Result<(), Error> {
+    let error = match crd_check::read(client).await {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(message)) => return Err(Error::VeleroTooOld(message)),
+        Err(error) => error,
+    };
+    let reason = crd_check::unreadable_message(&error);
+    tracing::warn!(%reason, "not ready");
+    readiness.block(crd_check::READINESS_KEY, reason);
+    let (client, readiness, shutdown) = (client.clone(), readiness.clone(), shutdown.clone());
+    tokio::spawn(async move {
+        let mut wait = retry;
+        loop {
+            tokio::select! {
+                () = shutdown.signalled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+            match crd_check::read(&client).await {
+                Ok(Ok(())) => {
+                    readiness.unblock(crd_check::READINESS_KEY);
+                    tracing::info!("the Backup CRD has the queue fields");
+                    return;
+                }
+                Ok(Err(message)) => {
+                    tracing::error!(%message, "stopping");
+                    shutdown.trigger(ShutdownReason::Fatal(message));
+                    return;
+                }
+                Err(error) => {
+                    readiness.block(
+                        crd_check::READINESS_KEY,
+                        crd_check::unreadable_message(&error),
+                    );
+                    wait = (wait * 2).min(std::time::Duration::from_secs(60));
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Resolves `--status-subresource`: `auto` asks API discovery whether

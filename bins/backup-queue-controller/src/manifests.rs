@@ -20,9 +20,19 @@ pub const BACKUP_RULES: &[Rule] = &[
     Rule::new("velero.io", &["backups/status"], &[Patch]),
 ];
 
-/// Permissions on Namespaces. Namespaces are cluster-scoped, so these
-/// always go into a ClusterRole, whatever the scope of the rest.
-pub const NAMESPACE_RULES: &[Rule] = &[Rule::new("", &["namespaces"], &[List, Watch])];
+/// Cluster-scoped permissions, so always in a ClusterRole whatever the
+/// scope of the rest: list/watch Namespaces, and get the one
+/// CustomResourceDefinition `backups.velero.io` (the start-up check that
+/// Velero is 1.18 or later, see [`crate::crd_check`]).
+pub const NAMESPACE_RULES: &[Rule] = &[
+    Rule::new("", &["namespaces"], &[List, Watch]),
+    Rule::new(
+        "apiextensions.k8s.io",
+        &["customresourcedefinitions"],
+        &[Get],
+    )
+    .named(&[crate::crd_check::BACKUP_CRD]),
+];
 
 /// Where the Backup permissions apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

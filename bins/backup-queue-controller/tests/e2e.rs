@@ -13,6 +13,14 @@ use serde_json::json;
 use support::*;
 use velero_api::Backup;
 
+/// A stand-in with Velero 1.18's Backup CRD (schema-checked writes).
+fn velero_1_18() -> FakeApi {
+    let fake = FakeApi::new();
+    fake.install_crds(kube_fake_api::crds::VELERO_1_18_BACKUP)
+        .unwrap();
+    fake
+}
+
 fn design_steady_state() -> std::collections::BTreeMap<String, (String, i64)> {
     expect(&[
         ("backup1", "InProgress", 0),
@@ -25,7 +33,7 @@ fn design_steady_state() -> std::collections::BTreeMap<String, (String, i64)> {
 
 #[tokio::test]
 async fn design_scenario_with_concurrency_2_converges_to_the_expected_phases_and_positions() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     let checker = InvariantChecker::start(&fake, 2);
     let ctl = start(fake.client(), config(2));
@@ -76,7 +84,7 @@ async fn design_scenario_with_concurrency_2_converges_to_the_expected_phases_and
 
 #[tokio::test]
 async fn new_backups_are_queued_and_started_in_creation_order() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_namespaces(&fake, ["a", "b", "c"].map(String::from));
     seed_backup(&fake, backup("first", &["a"], 1, "", 0));
     seed_backup(&fake, backup("second", &["a", "b"], 2, "New", 0));
@@ -104,7 +112,7 @@ async fn new_backups_are_queued_and_started_in_creation_order() {
 
 #[tokio::test]
 async fn a_backup_finishing_starts_the_next_one() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     let checker = InvariantChecker::start(&fake, 2);
     let ctl = start(fake.client(), config(2));
@@ -155,7 +163,7 @@ fn seed_many(fake: &FakeApi) {
 
 #[tokio::test]
 async fn killed_and_restarted_mid_renumbering_loses_nothing_and_never_overlaps() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_many(&fake);
     let checker = InvariantChecker::start(&fake, 2);
     // Slow writes, so the kill lands in the middle of a plan.
@@ -225,7 +233,7 @@ async fn killed_and_restarted_mid_renumbering_loses_nothing_and_never_overlaps()
 
 #[tokio::test]
 async fn injected_409s_500s_and_dropped_watches_leave_the_invariants_intact() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_many(&fake);
     let checker = InvariantChecker::start(&fake, 2);
     fake.inject(
@@ -293,7 +301,7 @@ fn lease(identity: &str) -> LeaderElectionConfig {
 
 #[tokio::test]
 async fn two_replicas_with_leader_election_never_both_act() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     let checker = InvariantChecker::start(&fake, 2);
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -346,7 +354,7 @@ async fn two_replicas_with_leader_election_never_both_act() {
 
 #[tokio::test]
 async fn dry_run_writes_nothing() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     seed_backup(&fake, backup("fresh", &["ns7"], 9, "", 0));
     let before = phases(&fake);
@@ -380,7 +388,7 @@ async fn dry_run_writes_nothing() {
 
 #[tokio::test]
 async fn with_a_status_subresource_status_goes_to_status_and_the_reason_to_the_object() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     fake.register(ResourceInfo::of::<Backup>(true).with_status_subresource(true));
     seed_design_scenario(&fake);
     let ctl = start(fake.client(), config(2));
@@ -429,7 +437,7 @@ async fn with_a_status_subresource_status_goes_to_status_and_the_reason_to_the_o
 
 #[tokio::test]
 async fn another_writer_of_queue_positions_is_reported_loudly() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     fake.modify_value(&id_of::<Backup>(), Some(NS), "backup3", |v| {
         v["metadata"]["managedFields"] = json!([backup_queue_controller::queue_position_entry(
@@ -449,7 +457,7 @@ async fn another_writer_of_queue_positions_is_reported_loudly() {
 
 #[tokio::test]
 async fn a_dequeue_planned_from_a_stale_version_is_refused_and_replanned() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_namespaces(&fake, ["a", "b"].map(String::from));
     seed_backup(&fake, backup("running", &["a"], 1, "InProgress", 0));
     seed_backup(&fake, backup("queued", &["b"], 2, "Queued", 1));
@@ -484,7 +492,7 @@ async fn a_dequeue_planned_from_a_stale_version_is_refused_and_replanned() {
 #[tokio::test]
 async fn losing_the_lease_stops_the_controller_with_a_non_zero_exit() {
     use k8s_openapi::api::coordination::v1::Lease;
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     let mut cfg = config(2);
     cfg.leader = Some(lease("replica-a"));
@@ -516,7 +524,7 @@ async fn losing_the_lease_stops_the_controller_with_a_non_zero_exit() {
 
 #[tokio::test]
 async fn an_invalid_namespace_filter_is_reported_and_queued_as_covering_everything() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_namespaces(&fake, ["a", "b"].map(String::from));
     seed_backup(&fake, backup("running", &["a"], 1, "InProgress", 0));
     seed_backup(&fake, backup("broken", &["b{x,y}"], 2, "", 0));
@@ -551,7 +559,7 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 
 #[tokio::test]
 async fn serves_metrics_health_and_readiness() {
-    let fake = FakeApi::new();
+    let fake = velero_1_18();
     seed_design_scenario(&fake);
     // Find a free port (the server binds it again right away).
     let addr = std::net::TcpListener::bind("127.0.0.1:0")

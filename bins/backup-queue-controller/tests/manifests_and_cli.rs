@@ -54,11 +54,14 @@ fn namespaced_variant_grants_backups_only_in_the_velero_namespace() {
             "Deployment"
         ]
     );
-    // The only cluster-wide permission: list/watch Namespaces.
+    // The only cluster-wide permissions: list/watch Namespaces, get the Backup CRD.
     let cluster_role = &docs[5];
     assert_eq!(
         cluster_role["rules"],
-        serde_json::json!([{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}])
+        serde_json::json!([
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get"], "resourceNames": ["backups.velero.io"]}
+        ])
     );
     // No create/update/delete on Backups anywhere.
     for d in &docs {

@@ -19,9 +19,16 @@ use tokio::net::TcpListener;
 use crate::error::Error;
 use crate::shutdown::Shutdown;
 
-/// A shared readiness flag. Clones share state.
+/// A shared readiness flag plus named reasons that hold it down. Clones
+/// share state.
 #[derive(Debug, Clone, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness(Arc<ReadinessState>);
+
+#[derive(Debug, Default)]
+struct ReadinessState {
+    ready: AtomicBool,
+    blocked: std::sync::Mutex<std::collections::BTreeMap<&'static str, String>>,
+}
 
 impl Readiness {
     /// Not ready.
@@ -31,12 +38,38 @@ impl Readiness {
 
     /// Sets readiness.
     pub fn set_ready(&self, ready: bool) {
-        self.0.store(ready, Ordering::SeqCst);
+        self.0.ready.store(ready, Ordering::SeqCst);
     }
 
-    /// Whether `/readyz` answers 200.
+    /// Keeps `/readyz` failing with `reason` (shown in its body) until
+    /// [`Readiness::unblock`] with the same `key`, whatever
+    /// [`Readiness::set_ready`] says.
+    pub fn block(&self, key: &'static str, reason: impl Into<String>) {
+        self.blocked().insert(key, reason.into());
+    }
+
+    /// Removes the reason stored under `key`.
+    pub fn unblock(&self, key: &'static str) {
+        self.blocked().remove(key);
+    }
+
+    /// The reasons holding readiness down, sorted by key.
+    pub fn reasons(&self) -> Vec<String> {
+        self.blocked().values().cloned().collect()
+    }
+
+    fn blocked(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<&'static str, String>> {
+        self.0
+            .blocked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `/readyz` answers 200: set ready and nothing blocking.
     pub fn is_ready(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.ready.load(Ordering::SeqCst) && self.blocked().is_empty()
     }
 }
 
@@ -68,9 +101,16 @@ async fn healthz() -> &'static str {
 
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     if state.readiness.is_ready() {
-        (StatusCode::OK, "ok")
+        return (StatusCode::OK, "ok".to_owned());
+    }
+    let reasons = state.readiness.reasons();
+    if reasons.is_empty() {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready".to_owned())
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {}\n", reasons.join("; ")),
+        )
     }
 }
 

@@ -61,7 +61,7 @@ use kube::runtime::reflector::ObjectRef;
 pub use jiff::Timestamp;
 pub use runtime::{Runtime, Settings};
 pub use watch::Watch;
-pub use writer::{Refused, Target, Writer, Written};
+pub use writer::{Refused, Target, WRITE_REFUSED, Writer, Written};
 
 /// A synchronous index over the objects of kind `K` a controller watches.
 ///

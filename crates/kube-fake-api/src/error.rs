@@ -121,6 +121,9 @@ pub enum FakeApiError {
     /// The object could not be converted to or from JSON.
     #[error("object does not round-trip through JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A CustomResourceDefinition could not be read.
+    #[error("cannot install CustomResourceDefinitions: {0}")]
+    Crd(String),
     /// The stand-in refused the write (the same answer a client would get).
     #[error("the API stand-in refused the write: {0}")]
     Api(ApiError),

@@ -286,6 +286,15 @@ fn render_managed_fields(obj: &mut Value, owners: &patch::Owners) {
     }
 }
 
+/// Prunes and validates `obj` against the schema of its type, if a
+/// CustomResourceDefinition installed one ([`crate::schema::check`]).
+fn check_schema(store: &Store, info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    match store.registry.schema(&info.id) {
+        Some(schema) => crate::schema::check(info, schema, obj),
+        None => Ok(()),
+    }
+}
+
 /// Validates and stores a new object (shared by POST and the seeding helpers).
 #[allow(clippy::too_many_arguments)]
 pub fn create_object(
@@ -373,6 +382,7 @@ pub fn create_object(
         }
     }
     managed_fields_entry(&mut obj, manager, operation, &info.id.api_version());
+    check_schema(store, info, &mut obj)?;
     if dry_run {
         set_meta(&mut obj, "uid", json!("dry-run"));
         return Ok(obj);
@@ -548,13 +558,14 @@ fn commit(
     dry_run: bool,
 ) -> Result<Value, ApiError> {
     check_no_new_finalizers_while_deleting(info, &key.name, old, &new)?;
+    let mut new = new;
+    check_schema(store, info, &mut new)?;
     if dry_run {
         return Ok(new);
     }
     let owners = store.owners_mut(&key);
     patch::record_update(owners, old, &new, manager);
     let owners = owners.clone();
-    let mut new = new;
     render_managed_fields(&mut new, &owners);
     Ok(store_unless_no_op(store, key, old, new))
 }
@@ -734,10 +745,11 @@ fn patch(
             "Apply",
         );
         check_no_new_finalizers_while_deleting(info, &name, &old, &new)?;
+        let mut new = new;
+        check_schema(store, info, &mut new)?;
         if req.dry_run() {
             return Ok((200, new));
         }
-        let mut new = new;
         render_managed_fields(&mut new, &owners);
         *store.owners_mut(&key) = owners;
         return Ok((200, store_unless_no_op(store, key, &old, new)));

@@ -36,14 +36,17 @@
 //! nothing keeps the resourceVersion and sends no event; the field manager
 //! defaults to the `User-Agent`'s first segment; custom resources refuse
 //! strategic-merge patches (415) and updates without a resourceVersion
-//! (422); lists page with `limit`/`continue`.
+//! (422); lists page with `limit`/`continue`; CustomResourceDefinitions
+//! installed from YAML ([`FakeApi::install_crds`]) prune and validate every
+//! write against their schema ([`schema`]; minimal CRDs in [`crds`]).
 //!
-//! Not modelled: admission, validation against schemas, defaulting,
+//! Not modelled: admission, defaulting,
 //! garbage collection (ownerReferences), namespace lifecycle,
 //! authentication.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod crds;
 pub mod error;
 pub mod faults;
 pub mod handlers;
@@ -51,6 +54,7 @@ pub mod log;
 pub mod patch;
 pub mod resource;
 pub mod router;
+pub mod schema;
 pub mod selectors;
 pub mod store;
 pub mod watch;
@@ -157,6 +161,78 @@ impl FakeApi {
     /// Adds or replaces a resource type.
     pub fn register(&self, info: ResourceInfo) {
         lock(&self.inner.store).registry.register(info);
+    }
+
+    /// Installs every CustomResourceDefinition of a YAML stream: each
+    /// served version becomes a resource type checked against its schema
+    /// on every write ([`schema`]: pruning, type, enum, required), and the
+    /// definition itself is served at `apiextensions.k8s.io/v1`
+    /// `customresourcedefinitions`. Replaces types of the same group,
+    /// version and plural. Returns the names of the CRDs installed.
+    pub fn install_crds(&self, yaml: &str) -> Result<Vec<String>, FakeApiError> {
+        let crds = schema::parse_crds(yaml).map_err(FakeApiError::Crd)?;
+        let crd_info = schema::crd_resource();
+        let mut names = Vec::new();
+        let mut store = lock(&self.inner.store);
+        store.registry.register(crd_info.clone());
+        for crd in crds {
+            for (info, schema) in &crd.versions {
+                store.registry.register(info.clone());
+                if let Some(schema) = schema {
+                    store.registry.set_schema(&info.id, schema.clone());
+                }
+            }
+            let name = crd.object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let key = ObjectKey {
+                resource: crd_info.id.clone(),
+                namespace: String::new(),
+                name: name.clone(),
+            };
+            if store.get(&key).is_some() {
+                store.remove(&key, None);
+            }
+            handlers::create_object(
+                &mut store,
+                &crd_info,
+                None,
+                crd.object.clone(),
+                false,
+                None,
+                "Update",
+                false,
+            )
+            .map_err(FakeApiError::Api)?;
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    /// [`FakeApi::install_crds`] for every `*.yaml`/`*.yml` file in `dir`
+    /// (sorted by name).
+    pub fn install_crds_from_dir(
+        &self,
+        dir: &std::path::Path,
+    ) -> Result<Vec<String>, FakeApiError> {
+        let io = |e: std::io::Error| FakeApiError::Crd(format!("{}: {e}", dir.display()));
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        let mut names = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| FakeApiError::Crd(format!("{}: {e}", file.display())))?;
+            names.extend(
+                self.install_crds(&text)
+                    .map_err(|e| FakeApiError::Crd(format!("{}: {e}", file.display())))?,
+            );
+        }
+        Ok(names)
     }
 
     /// Sets the interval between `BOOKMARK` events (for watches started later).

@@ -122,6 +122,7 @@ impl ResourceInfo {
 #[derive(Debug, Clone)]
 pub struct Registry {
     resources: BTreeMap<ResourceId, ResourceInfo>,
+    schemas: BTreeMap<ResourceId, serde_json::Value>,
 }
 
 impl Default for Registry {
@@ -202,9 +203,7 @@ impl Default for Registry {
                 "vspheremachinetemplates",
             ),
         ];
-        let mut registry = Self {
-            resources: BTreeMap::new(),
-        };
+        let mut registry = Self::empty();
         for info in list {
             registry.register(info);
         }
@@ -217,12 +216,25 @@ impl Registry {
     pub fn empty() -> Self {
         Self {
             resources: BTreeMap::new(),
+            schemas: BTreeMap::new(),
         }
     }
 
-    /// Adds or replaces a resource type.
+    /// Adds or replaces a resource type (dropping any schema it had).
     pub fn register(&mut self, info: ResourceInfo) {
+        self.schemas.remove(&info.id);
         self.resources.insert(info.id.clone(), info);
+    }
+
+    /// Sets the OpenAPI v3 schema objects of `id` are checked against (see
+    /// [`crate::schema`]).
+    pub fn set_schema(&mut self, id: &ResourceId, schema: serde_json::Value) {
+        self.schemas.insert(id.clone(), schema);
+    }
+
+    /// The schema of `id`, if one was installed.
+    pub fn schema(&self, id: &ResourceId) -> Option<&serde_json::Value> {
+        self.schemas.get(id)
     }
 
     /// Looks a resource type up.

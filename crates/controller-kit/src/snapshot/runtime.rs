@@ -187,6 +187,7 @@ impl<R: Reconciler> Runtime<R> {
                     shutdown,
                     field_manager: settings.name,
                     dry_run: settings.dry_run,
+                    readiness: &readiness,
                 };
                 reconciler.execute(plan, &mut writer).await
             };

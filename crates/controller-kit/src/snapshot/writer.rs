@@ -146,7 +146,11 @@ pub struct Writer<'a, I> {
     pub(crate) shutdown: &'a Shutdown,
     pub(crate) field_manager: &'a str,
     pub(crate) dry_run: bool,
+    pub(crate) readiness: &'a crate::server::Readiness,
 }
+
+/// The readiness key of [`Writer`]'s refused-write reason.
+pub const WRITE_REFUSED: &str = "write-refused";
 
 impl<I> Writer<'_, I> {
     /// The index.
@@ -182,6 +186,20 @@ impl<I> Writer<'_, I> {
     }
 
     fn failed(&self, what: &str, name: &str, error: kube::Error) -> Refused {
+        if let kube::Error::Api(status) = &error
+            && status.code == 422
+        {
+            // The API server's schema refuses what this controller writes
+            // (an older CRD, say): retrying cannot help, so say so on
+            // /readyz, with the server's message, which names the field.
+            self.readiness.block(
+                WRITE_REFUSED,
+                format!(
+                    "{what} of {name} refused as invalid (422): {}",
+                    status.message
+                ),
+            );
+        }
         self.metrics.record_write("failed");
         self.metrics
             .record_error(&FailedCall(ApiErrorKind::of(&error)));
@@ -314,6 +332,7 @@ impl<I> Writer<'_, I> {
         let params = PatchParams::apply(self.field_manager).force();
         match api.patch(name, &params, &Patch::Apply(body)).await {
             Ok(object) => {
+                self.readiness.unblock(WRITE_REFUSED);
                 self.metrics.record_write("written");
                 Ok(Written::Applied(object))
             }
@@ -375,6 +394,7 @@ impl<I> Writer<'_, I> {
     {
         let error = match result {
             Ok(object) => {
+                self.readiness.unblock(WRITE_REFUSED);
                 self.metrics.record_write("written");
                 self.versions
                     .record(ObjectKey::of(&object), object.resource_version().as_deref());
