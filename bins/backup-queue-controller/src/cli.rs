@@ -70,6 +70,18 @@ pub struct RunArgs {
         default_value_t = StatusSubresource::Auto
     )]
     pub status_subresource: StatusSubresource,
+
+    /// Seconds a ReadyToStart backup may wait for Velero to start it before
+    /// it is nudged with a metadata-only update (Velero starts backups only
+    /// on Update events); repeated with backoff. 0 turns the nudge off.
+    #[arg(
+        long,
+        env = "PICKUP_TIMEOUT_SECONDS",
+        hide_env_values = true,
+        default_value_t = 30,
+        value_name = "SECONDS"
+    )]
+    pub pickup_timeout: u64,
 }
 
 impl Config {
@@ -98,6 +110,7 @@ impl Config {
             concurrent_backups: args.concurrent_backups,
             dry_run: common.dry_run,
             status_subresource: args.status_subresource,
+            pickup_timeout: std::time::Duration::from_secs(args.pickup_timeout),
             leader,
             metrics_addr: Some(common.metrics_addr),
             instance,

@@ -58,6 +58,9 @@ pub struct Config {
     /// First wait before reading the Backup CRD again when it could not be
     /// read at start-up (doubles up to a minute).
     pub crd_retry: Duration,
+    /// How long a `ReadyToStart` Backup may wait for Velero before it is
+    /// nudged ([`crate::pickup`]); zero turns the nudge off.
+    pub pickup_timeout: Duration,
 }
 
 impl Config {
@@ -75,6 +78,7 @@ impl Config {
             retry_backoff: Duration::from_millis(100),
             max_retry_backoff: Duration::from_secs(10),
             crd_retry: Duration::from_secs(5),
+            pickup_timeout: Duration::from_secs(30),
         }
     }
 }

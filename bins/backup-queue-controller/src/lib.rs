@@ -35,6 +35,7 @@ pub mod index;
 pub mod manifests;
 pub mod metrics;
 pub mod pass;
+pub mod pickup;
 pub mod writes;
 
 use controller_kit::runner::run_controller;
@@ -86,6 +87,11 @@ pub async fn run_with(
         settings.dry_run = config.dry_run;
         settings.retry_backoff = config.retry_backoff;
         settings.max_retry_backoff = config.max_retry_backoff;
+        if !config.pickup_timeout.is_zero() {
+            // Pass often enough to nudge within a quarter of the timeout.
+            settings.resync =
+                Some((config.pickup_timeout / 4).max(std::time::Duration::from_millis(20)));
+        }
         let runtime = Runtime::new(
             client.clone(),
             settings,

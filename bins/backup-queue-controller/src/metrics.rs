@@ -14,6 +14,7 @@
 //! | `backup_queue_controller_conflicts_total` | counter | writes refused with `409 Conflict` |
 //! | `backup_queue_controller_wait_time_seconds` | histogram | creation → dequeue |
 //! | `backup_queue_controller_foreign_queue_writers_total` | counter | sightings of another manager owning `status.queuePosition` |
+//! | `backup_queue_controller_pickup_nudges_total` | counter | pickup nudges of `ReadyToStart` Backups Velero had not started |
 
 use controller_kit::metrics::ControllerMetrics;
 use prometheus_client::metrics::counter::Counter;
@@ -42,6 +43,8 @@ pub struct Metrics {
     pub wait_time: Histogram,
     /// Sightings of another writer of queue positions.
     pub foreign_queue_writers: Counter,
+    /// Pickup nudges written (`ReadyToStart` Backups Velero had not started).
+    pub pickup_nudges: Counter,
 }
 
 impl Metrics {
@@ -56,6 +59,7 @@ impl Metrics {
             conflicts: Counter::default(),
             wait_time: Histogram::new(exponential_buckets(1.0, 2.0, 16)),
             foreign_queue_writers: Counter::default(),
+            pickup_nudges: Counter::default(),
         };
         let sub = registry.sub_registry_with_prefix(PREFIX);
         sub.register(
@@ -87,6 +91,11 @@ impl Metrics {
             "foreign_queue_writers",
             "Sightings of a field manager other than this controller owning status.queuePosition",
             m.foreign_queue_writers.clone(),
+        );
+        sub.register(
+            "pickup_nudges",
+            "Metadata-only updates of ReadyToStart backups Velero had not started within --pickup-timeout",
+            m.pickup_nudges.clone(),
         );
         m
     }

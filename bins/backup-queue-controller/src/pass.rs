@@ -37,6 +37,9 @@ pub struct QueuePlan {
     pub active: u32,
     /// Backups whose namespace filter is invalid: (backup, error).
     pub invalid: Vec<(String, String)>,
+    /// Pickup nudges due (filled by the reconciler, which knows the time
+    /// and how often it nudged each Backup).
+    pub nudges: Vec<crate::pickup::Nudge>,
 }
 
 /// The pass (see the module docs).
@@ -66,6 +69,7 @@ pub fn plan(index: &QueueIndex) -> QueuePlan {
             .iter()
             .map(|i| (i.backup.to_string(), i.error.to_string()))
             .collect(),
+        nudges: Vec::new(),
     }
 }
 

@@ -115,6 +115,7 @@ pub struct Queue {
     metrics: Metrics,
     warned_foreign: HashSet<(String, String)>,
     warned_invalid: HashSet<(String, String)>,
+    nudged: std::collections::BTreeMap<String, u32>,
 }
 
 impl Queue {
@@ -133,6 +134,7 @@ impl Queue {
             metrics,
             warned_foreign: HashSet::new(),
             warned_invalid: HashSet::new(),
+            nudged: std::collections::BTreeMap::new(),
         }
     }
 
@@ -164,6 +166,62 @@ impl Queue {
         if plan.explained {
             writer.index_mut().explained();
         }
+        self.nudge(&api, &plan.nudges, writer).await
+    }
+
+    /// Sends the pickup nudges (see [`crate::pickup`]), forgetting the
+    /// counts of Backups that moved on.
+    async fn nudge(
+        &mut self,
+        api: &Api<Backup>,
+        nudges: &[crate::pickup::Nudge],
+        writer: &mut Writer<'_, QueueIndex>,
+    ) -> Outcome {
+        let index = writer.index();
+        self.nudged.retain(|name, _| {
+            index
+                .backup(name)
+                .is_some_and(|b| b.phase() == velero_api::BackupPhase::ReadyToStart)
+        });
+        for nudge in nudges {
+            let patch = crate::pickup::patch(Timestamp::now());
+            match writer
+                .patch(
+                    api,
+                    &nudge.backup,
+                    nudge.resource_version.as_deref(),
+                    patch,
+                    Target::Object,
+                )
+                .await
+            {
+                Ok(_) => {
+                    self.nudged.insert(nudge.backup.clone(), nudge.attempt);
+                    self.metrics.pickup_nudges.inc();
+                    let note = format!(
+                        "ReadyToStart for {} and not started by Velero; nudged it with a metadata-only update (attempt {}), as Velero starts backups only on Update events",
+                        human_duration(nudge.waited),
+                        nudge.attempt
+                    );
+                    tracing::warn!(backup = %nudge.backup, attempt = nudge.attempt, "{note}");
+                    if let Some(backup) = writer.index().backup(&nudge.backup) {
+                        publish(
+                            writer,
+                            backup,
+                            EventType::Warning,
+                            "PickupNudged",
+                            "Nudge",
+                            note,
+                        )
+                        .await;
+                    }
+                }
+                Err(refused) => {
+                    tracing::info!(backup = %nudge.backup, %refused, "nudge refused");
+                    return refused.outcome();
+                }
+            }
+        }
         Outcome::Done
     }
 
@@ -179,7 +237,7 @@ impl Queue {
             tracing::warn!(
                 backup = %key.0,
                 manager = %key.1,
-                "another field manager writes status.queuePosition of this Backup: two queue controllers may be ordering the same queue; disable Velero's queue controller with --disable-controllers (see docs/operations.md)"
+                "another field manager writes status.queuePosition of this Backup: two queue controllers may be ordering the same queue; start the Velero server with --disable-controllers=backup-queue (see docs/operations.md)"
             );
             self.metrics.foreign_queue_writers.inc();
             let note = format!(
@@ -355,8 +413,12 @@ impl Reconciler for Queue {
     type Index = QueueIndex;
     type Plan = QueuePlan;
 
-    fn plan(&self, index: &QueueIndex, _now: Timestamp) -> QueuePlan {
-        pass::plan(index)
+    fn plan(&self, index: &QueueIndex, now: Timestamp) -> QueuePlan {
+        let mut plan = pass::plan(index);
+        if !self.config.pickup_timeout.is_zero() {
+            plan.nudges = crate::pickup::due(index, now, self.config.pickup_timeout, &self.nudged);
+        }
+        plan
     }
 
     fn execute(

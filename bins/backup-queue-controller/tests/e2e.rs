@@ -447,11 +447,43 @@ async fn another_writer_of_queue_positions_is_reported_loudly() {
     let ctl = start(fake.client(), config(2));
     eventually("warning event", 10, || {
         events(&fake).iter().any(|(o, r, n)| {
-            o == "backup3" && r == "ForeignQueueWriter" && n.contains("velero-server")
+            o == "backup3"
+                && r == "ForeignQueueWriter"
+                && n.contains("velero-server")
+                && n.contains("--disable-controllers=backup-queue")
         })
     })
     .await;
     assert_eq!(ctl.metrics.foreign_queue_writers.get(), 1);
+    // Velero's queue controller writing while this one runs: a patch
+    // without fieldManager, recorded under its User-Agent's first segment.
+    let uri: http::Uri = format!("/apis/velero.io/v1/namespaces/{NS}/backups/backup4")
+        .parse()
+        .unwrap();
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        "content-type",
+        "application/merge-patch+json".parse().unwrap(),
+    );
+    headers.insert(
+        "user-agent",
+        "velero-server/v1.18.0 (linux/amd64)".parse().unwrap(),
+    );
+    let response = fake
+        .handle_request(
+            http::Method::PATCH,
+            &uri,
+            &headers,
+            bytes::Bytes::from(r#"{"status":{"queuePosition":9}}"#),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    eventually("second warning", 10, || {
+        events(&fake).iter().any(|(o, r, n)| {
+            o == "backup4" && r == "ForeignQueueWriter" && n.contains("\"velero-server\"")
+        })
+    })
+    .await;
     ctl.stop().await;
 }
 
