@@ -36,7 +36,7 @@ async fn design_scenario_with_concurrency_2_converges_to_the_expected_phases_and
     let fake = velero_1_18();
     seed_design_scenario(&fake);
     let checker = InvariantChecker::start(&fake, 2);
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually("design steady state", 10, || {
         phases(&fake) == design_steady_state()
     })
@@ -90,7 +90,7 @@ async fn new_backups_are_queued_and_started_in_creation_order() {
     seed_backup(&fake, backup("second", &["a", "b"], 2, "New", 0));
     seed_backup(&fake, backup("third", &["c"], 3, "", 0));
     let checker = InvariantChecker::start(&fake, 1);
-    let ctl = start(fake.client(), config(1));
+    let ctl = start_sa(&fake, config(1));
     eventually("first starts, the others queue", 10, || {
         phases(&fake)
             == expect(&[
@@ -115,7 +115,7 @@ async fn a_backup_finishing_starts_the_next_one() {
     let fake = velero_1_18();
     seed_design_scenario(&fake);
     let checker = InvariantChecker::start(&fake, 2);
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually("design steady state", 10, || {
         phases(&fake) == design_steady_state()
     })
@@ -173,7 +173,7 @@ async fn killed_and_restarted_mid_renumbering_loses_nothing_and_never_overlaps()
             .on_resource("backups"),
     );
     for round in 0..6 {
-        let ctl = start(fake.client(), config(2));
+        let ctl = start_sa(&fake, config(2));
         // Let it write part of the plan, then crash it.
         let before = fake
             .requests()
@@ -200,7 +200,7 @@ async fn killed_and_restarted_mid_renumbering_loses_nothing_and_never_overlaps()
         }
     }
     fake.clear_faults();
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually(
         "queue settles with dense positions and full slots",
         10,
@@ -254,7 +254,7 @@ async fn injected_409s_500s_and_dropped_watches_leave_the_invariants_intact() {
             .on_resource("backups")
             .times(5),
     );
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     // A concurrent writer bumps resourceVersions under the controller's feet.
     let bumper = tokio::spawn({
         let fake = fake.clone();
@@ -361,7 +361,7 @@ async fn dry_run_writes_nothing() {
     let mut cfg = config(2);
     cfg.dry_run = true;
     cfg.leader = Some(lease("dry"));
-    let ctl = start(fake.client(), cfg);
+    let ctl = start_sa(&fake, cfg);
     eventually("a plan was made", 10, || {
         ctl.metrics.controller.reconciles.get() >= 1 && ctl.metrics.dequeues.get() >= 1
     })
@@ -391,7 +391,7 @@ async fn with_a_status_subresource_status_goes_to_status_and_the_reason_to_the_o
     let fake = velero_1_18();
     fake.register(ResourceInfo::of::<Backup>(true).with_status_subresource(true));
     seed_design_scenario(&fake);
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually("design steady state", 10, || {
         phases(&fake) == design_steady_state()
     })
@@ -444,7 +444,7 @@ async fn another_writer_of_queue_positions_is_reported_loudly() {
             "velero-server"
         )]);
     });
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually("warning event", 10, || {
         events(&fake).iter().any(|(o, r, n)| {
             o == "backup3"
@@ -501,7 +501,7 @@ async fn a_dequeue_planned_from_a_stale_version_is_refused_and_replanned() {
             .on_name("queued")
             .times(1),
     );
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually("the dequeue is planned", 10, || {
         ctl.metrics.controller.reconciles.get() >= 1
     })
@@ -528,7 +528,7 @@ async fn losing_the_lease_stops_the_controller_with_a_non_zero_exit() {
     seed_design_scenario(&fake);
     let mut cfg = config(2);
     cfg.leader = Some(lease("replica-a"));
-    let ctl = start(fake.client(), cfg);
+    let ctl = start_sa(&fake, cfg);
     eventually("design steady state", 10, || {
         phases(&fake) == design_steady_state()
     })
@@ -560,7 +560,7 @@ async fn an_invalid_namespace_filter_is_reported_and_queued_as_covering_everythi
     seed_namespaces(&fake, ["a", "b"].map(String::from));
     seed_backup(&fake, backup("running", &["a"], 1, "InProgress", 0));
     seed_backup(&fake, backup("broken", &["b{x,y}"], 2, "", 0));
-    let ctl = start(fake.client(), config(2));
+    let ctl = start_sa(&fake, config(2));
     eventually(
         "queued behind the running backup, with a warning",
         10,
@@ -602,7 +602,7 @@ async fn serves_metrics_health_and_readiness() {
     cfg.metrics_addr = Some(addr);
     // Keep the watches from listing until the test has seen /readyz say no.
     let slow = fake.inject(Fault::latency(Duration::from_millis(1500)).on_verb(Verb::List));
-    let ctl = start(fake.client(), cfg);
+    let ctl = start_sa(&fake, cfg);
     let mut health = None;
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {

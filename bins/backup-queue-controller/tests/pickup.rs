@@ -90,7 +90,7 @@ async fn ready_to_start_backups_left_by_a_velero_restart_are_nudged_until_velero
     seed_backup(&fake, backup("b3", &["c"], 3, "New", 0));
     let mut cfg = config(2);
     cfg.pickup_timeout = Duration::from_millis(400);
-    let ctl = start(fake.client(), cfg);
+    let ctl = start_sa(&fake, cfg);
     eventually("two ready, one queued", 10, || {
         phase(&fake, "b1") == "ReadyToStart"
             && phase(&fake, "b2") == "ReadyToStart"
@@ -140,7 +140,7 @@ async fn nudges_repeat_with_backoff_while_velero_stays_away() {
     seed_backup(&fake, backup("b1", &["a"], 1, "New", 0));
     let mut cfg = config(1);
     cfg.pickup_timeout = Duration::from_millis(150);
-    let ctl = start(fake.client(), cfg);
+    let ctl = start_sa(&fake, cfg);
     eventually("ready", 10, || phase(&fake, "b1") == "ReadyToStart").await;
     // 150 ms, then 300, 600, 1200 ms: about four nudges in two seconds, not a dozen.
     tokio::time::sleep(Duration::from_millis(2000)).await;
@@ -163,7 +163,7 @@ async fn with_velero_running_nothing_is_nudged() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut cfg = config(1);
     cfg.pickup_timeout = Duration::from_millis(300);
-    let ctl = start(fake.client(), cfg);
+    let ctl = start_sa(&fake, cfg);
     for (i, b) in ["b1", "b2", "b3"].iter().enumerate() {
         let mut value = backup(b, &["a"], i as i64, "New", 0);
         value["metadata"]["creationTimestamp"] = json!(jiff::Timestamp::now().to_string());

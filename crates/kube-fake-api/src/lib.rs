@@ -38,11 +38,13 @@
 //! strategic-merge patches (415) and updates without a resourceVersion
 //! (422); lists page with `limit`/`continue`; CustomResourceDefinitions
 //! installed from YAML ([`FakeApi::install_crds`]) prune and validate every
-//! write against their schema ([`schema`]; minimal CRDs in [`crds`]).
+//! write against their schema ([`schema`]; minimal CRDs in [`crds`]);
+//! requests of [`FakeApi::client_as`] are authorized by the RBAC objects
+//! given to [`FakeApi::enforce_rbac`] ([`rbac`]).
 //!
 //! Not modelled: admission, defaulting,
 //! garbage collection (ownerReferences), namespace lifecycle,
-//! authentication.
+//! authentication (identities are taken as given).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -52,6 +54,7 @@ pub mod faults;
 pub mod handlers;
 pub mod log;
 pub mod patch;
+pub mod rbac;
 pub mod resource;
 pub mod router;
 pub mod schema;
@@ -94,6 +97,8 @@ struct Inner {
     log: Mutex<Vec<RequestRecord>>,
     dropped: tokio::sync::watch::Sender<u64>,
     bookmark_interval: Mutex<Duration>,
+    rbac: Mutex<Option<rbac::Rbac>>,
+    denied: Mutex<Vec<String>>,
 }
 
 /// The API stand-in. Cheap to clone; clones share state.
@@ -149,6 +154,8 @@ impl FakeApi {
                 log: Mutex::new(Vec::new()),
                 dropped,
                 bookmark_interval: Mutex::new(DEFAULT_BOOKMARK_INTERVAL),
+                rbac: Mutex::new(None),
+                denied: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -156,6 +163,38 @@ impl FakeApi {
     /// A [`kube::Client`] talking to this stand-in, default namespace `default`.
     pub fn client(&self) -> kube::Client {
         kube::Client::new(self.clone(), "default")
+    }
+
+    /// A [`kube::Client`] whose requests carry the identity of the
+    /// ServiceAccount `namespace`/`name` (a bearer token the stand-in
+    /// understands), so that they are authorized by the RBAC objects given
+    /// to [`FakeApi::enforce_rbac`].
+    pub fn client_as(&self, namespace: &str, name: &str) -> kube::Client {
+        let token = format!("Bearer {}{namespace}:{name}", rbac::TOKEN_PREFIX);
+        let header = http::HeaderValue::from_str(&token)
+            .unwrap_or_else(|_| http::HeaderValue::from_static("Bearer invalid"));
+        kube::Client::new(
+            AsUser {
+                api: self.clone(),
+                authorization: header,
+            },
+            namespace.to_owned(),
+        )
+    }
+
+    /// Authorizes every request made with an identity
+    /// ([`FakeApi::client_as`]) against the RBAC objects of `yaml` (a
+    /// controller's generated manifests); a request they do not allow gets
+    /// `403 Forbidden` and is listed by [`FakeApi::denied`]. See [`rbac`].
+    pub fn enforce_rbac(&self, yaml: &str) -> Result<(), FakeApiError> {
+        let parsed = rbac::Rbac::from_yaml(yaml).map_err(FakeApiError::Crd)?;
+        *lock(&self.inner.rbac) = Some(parsed);
+        Ok(())
+    }
+
+    /// The requests refused by RBAC so far, as the messages of their 403s.
+    pub fn denied(&self) -> Vec<String> {
+        lock(&self.inner.denied).clone()
     }
 
     /// Adds or replaces a resource type.
@@ -429,6 +468,8 @@ impl FakeApi {
         };
         let content_type = header(http::header::CONTENT_TYPE);
         let user_agent = header(http::header::USER_AGENT);
+        let user = header(http::header::AUTHORIZATION)
+            .and_then(|a| a.strip_prefix("Bearer ").and_then(rbac::user_of_token));
         let path = uri.path().to_owned();
         let query = uri.query().unwrap_or_default().to_owned();
         let mut record = RequestRecord {
@@ -461,6 +502,10 @@ impl FakeApi {
             record.subresource.clone_from(&req.subresource);
             record.field_manager = req.manager();
             record.dry_run = req.dry_run();
+            if let Some(error) = self.authorize(user.as_deref(), req) {
+                lock(&self.inner.denied).push(error.message.clone());
+                return self.finish(record, json_response(error.code, &error.to_status()));
+            }
             let outcome = lock(&self.inner.faults).evaluate(&FaultTarget {
                 verb: req.verb,
                 resource: &req.resource.plural,
@@ -515,6 +560,42 @@ impl FakeApi {
         }
     }
 
+    /// `Some(403)` when RBAC is enforced, the request has an identity and
+    /// the rules do not allow it (kube-apiserver's Forbidden wording).
+    fn authorize(&self, user: Option<&str>, req: &router::ApiRequest) -> Option<ApiError> {
+        let user = user?;
+        let rbac = lock(&self.inner.rbac);
+        let rbac = rbac.as_ref()?;
+        let info = lock(&self.inner.store)
+            .registry
+            .get(&req.resource)
+            .cloned()?;
+        if rbac.allows(user, req, &info) {
+            return None;
+        }
+        let group = &info.id.group;
+        let what = match &req.subresource {
+            Some(sub) => format!("{}/{sub}", info.id.plural),
+            None => info.id.plural.clone(),
+        };
+        let object = match &req.name {
+            Some(name) => format!("{} \"{name}\"", info.id.qualified_name()),
+            None => info.id.qualified_name(),
+        };
+        let scope = match req.namespace.as_deref().filter(|_| info.namespaced) {
+            Some(ns) => format!("in the namespace \"{ns}\""),
+            None => "at the cluster scope".to_owned(),
+        };
+        Some(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{object} is forbidden: User \"{user}\" cannot {} resource \"{what}\" in API group \"{group}\" {scope}",
+                req.verb.as_str()
+            ),
+        ))
+    }
+
     fn finish(
         &self,
         mut record: RequestRecord,
@@ -524,6 +605,35 @@ impl FakeApi {
         tracing::trace!(method = %record.method, path = %record.path, status = record.status, "kube-fake-api request");
         lock(&self.inner.log).push(record);
         resp
+    }
+}
+
+/// [`FakeApi`] with an identity: adds the bearer token of a ServiceAccount
+/// to every request (see [`FakeApi::client_as`]).
+#[derive(Clone)]
+struct AsUser {
+    api: FakeApi,
+    authorization: http::HeaderValue,
+}
+
+impl<B> tower::Service<Request<B>> for AsUser
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: std::fmt::Display,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        req.headers_mut()
+            .insert(http::header::AUTHORIZATION, self.authorization.clone());
+        tower::Service::call(&mut self.api, req)
     }
 }
 

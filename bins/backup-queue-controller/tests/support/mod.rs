@@ -84,6 +84,8 @@ pub fn config(concurrent_backups: u32) -> Config {
 
 /// A running controller.
 pub struct Running {
+    /// The stand-in whose RBAC denials fail the test when it stops.
+    pub checked: Option<FakeApi>,
     pub shutdown: Shutdown,
     pub task: JoinHandle<Result<ShutdownReason, backup_queue_controller::Error>>,
     pub metrics: backup_queue_controller::Metrics,
@@ -93,18 +95,51 @@ impl Running {
     /// Graceful stop; returns the reason.
     pub async fn stop(self) -> ShutdownReason {
         self.shutdown.trigger(ShutdownReason::Requested);
-        tokio::time::timeout(Duration::from_secs(10), self.task)
+        let reason = tokio::time::timeout(Duration::from_secs(10), self.task)
             .await
             .expect("controller stops within 10 s")
             .unwrap()
-            .unwrap()
+            .unwrap();
+        assert_no_denials(self.checked.as_ref());
+        reason
     }
 
     /// A crash: the task is aborted wherever it is.
     pub async fn kill(self) {
         self.task.abort();
         let _ = self.task.await;
+        assert_no_denials(self.checked.as_ref());
     }
+}
+
+fn assert_no_denials(fake: Option<&FakeApi>) {
+    if let Some(fake) = fake {
+        let denied = fake.denied();
+        assert!(
+            denied.is_empty(),
+            "the generated manifests do not grant what the controller did:\n{}",
+            denied.join("\n")
+        );
+    }
+}
+
+/// Starts the controller as its ServiceAccount with exactly the RBAC rules
+/// of its generated manifests (namespaced variant); any request they deny
+/// fails the test when the controller stops.
+pub fn start_sa(fake: &FakeApi, config: Config) -> Running {
+    let manifests = backup_queue_controller::manifests::render(
+        backup_queue_controller::manifests::ManifestScope::Namespaced,
+        NS,
+        backup_queue_controller::manifests::DEFAULT_IMAGE,
+    )
+    .unwrap();
+    fake.enforce_rbac(&manifests).unwrap();
+    let mut running = start(
+        fake.client_as(NS, backup_queue_controller::CONTROLLER_NAME),
+        config,
+    );
+    running.checked = Some(fake.clone());
+    running
 }
 
 pub fn start(client: kube::Client, config: Config) -> Running {
@@ -118,6 +153,7 @@ pub fn start(client: kube::Client, config: Config) -> Running {
         telemetry,
     ));
     Running {
+        checked: None,
         shutdown,
         task,
         metrics,
