@@ -63,16 +63,28 @@ fn seed_burst(api: &FakeApi, n: usize) {
 struct Replica {
     shutdown: controller_kit::Shutdown,
     task: JoinHandle<Result<controller_kit::ShutdownReason, load_soothe_controller::Error>>,
+    api: FakeApi,
 }
 
+/// Starts a replica as the controller's ServiceAccount with exactly the
+/// RBAC rules of its generated manifests for the mode; a request they deny
+/// fails the test when the replica stops.
 fn start(api: &FakeApi, config: Config) -> Replica {
+    let manifests = load_soothe_controller::manifests::manifest(config.mode)
+        .to_yaml()
+        .unwrap();
+    api.enforce_rbac(&manifests).unwrap();
     let shutdown = controller_kit::Shutdown::new();
     let task = tokio::spawn(load_soothe_controller::run(
-        api.client(),
+        api.client_as(NS, load_soothe_controller::CONTROLLER_NAME),
         config,
         shutdown.clone(),
     ));
-    Replica { shutdown, task }
+    Replica {
+        shutdown,
+        task,
+        api: api.clone(),
+    }
 }
 
 async fn stop(replicas: Vec<Replica>) {
@@ -86,6 +98,12 @@ async fn stop(replicas: Vec<Replica>) {
             .expect("run() returns after shutdown")
             .unwrap()
             .unwrap();
+        let denied = r.api.denied();
+        assert!(
+            denied.is_empty(),
+            "the generated manifests do not grant what the controller did:\n{}",
+            denied.join("\n")
+        );
     }
 }
 

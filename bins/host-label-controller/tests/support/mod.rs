@@ -117,6 +117,7 @@ pub fn config(keys: &[&str], source: HostSource) -> Config {
 }
 
 pub struct Running {
+    pub fake: FakeApi,
     pub shutdown: Shutdown,
     pub metrics: Metrics,
     pub task: JoinHandle<Result<ShutdownReason, Error>>,
@@ -131,21 +132,41 @@ impl Running {
             .expect("controller task does not panic")
             .expect("controller run() succeeds");
         assert_eq!(reason, ShutdownReason::Requested);
+        let denied = self.fake.denied();
+        assert!(
+            denied.is_empty(),
+            "the generated manifests do not grant what the controller did:\n{}",
+            denied.join("\n")
+        );
     }
 }
 
-/// Starts the real `run_with` on `fake`'s client.
+/// Starts the real `run_with` as the controller's ServiceAccount in
+/// `OPS_NS`, with exactly the RBAC rules its generated manifests (with the
+/// features `config` uses) grant; a request they deny fails the test when
+/// it stops.
 pub fn start(fake: &FakeApi, config: Config) -> Running {
+    let manifests = host_label_controller::manifests::render_with(
+        OPS_NS,
+        host_label_controller::manifests::DEFAULT_IMAGE,
+        host_label_controller::manifests::Features {
+            sync_machine_labels: config.machine_sync.is_some(),
+            audit_cluster_modules: config.audit_cluster_modules,
+        },
+    )
+    .unwrap();
+    fake.enforce_rbac(&manifests).unwrap();
     let shutdown = Shutdown::new();
     let telemetry = Telemetry::default();
     let metrics = telemetry.metrics.clone();
     let task = tokio::spawn(host_label_controller::run_with(
-        fake.client(),
+        fake.client_as(OPS_NS, host_label_controller::CONTROLLER_NAME),
         config,
         shutdown.clone(),
         telemetry,
     ));
     Running {
+        fake: fake.clone(),
         shutdown,
         metrics,
         task,
