@@ -59,6 +59,7 @@ pub mod resource;
 pub mod router;
 pub mod schema;
 pub mod selectors;
+pub mod server;
 pub mod store;
 pub mod watch;
 
