@@ -131,6 +131,41 @@ pub struct RunArgs {
     #[arg(long, env = "AUDIT_CLUSTER_MODULES", hide_env_values = true)]
     pub audit_cluster_modules: bool,
 
+    /// Read Machines (and the other Cluster API kinds) through this
+    /// kubeconfig — the management cluster — while Nodes are labelled
+    /// through `--kubeconfig` (default: in-cluster), the workload cluster.
+    /// Needs `--cluster`.
+    #[arg(
+        long,
+        env = "MACHINES_KUBECONFIG",
+        hide_env_values = true,
+        requires = "cluster",
+        value_name = "PATH"
+    )]
+    pub machines_kubeconfig: Option<std::path::PathBuf>,
+
+    /// Context of `--machines-kubeconfig` (default: its current context).
+    #[arg(
+        long,
+        env = "MACHINES_CONTEXT",
+        hide_env_values = true,
+        requires = "machines_kubeconfig",
+        value_name = "NAME"
+    )]
+    pub machines_context: Option<String>,
+
+    /// Only the Machines of this Cluster API Cluster (`NAMESPACE/NAME`,
+    /// label `cluster.x-k8s.io/cluster-name`): the Cluster whose workload
+    /// cluster's Nodes this controller labels. Node names are matched only
+    /// against this Cluster's Machines.
+    #[arg(
+        long,
+        env = "CAPI_CLUSTER",
+        hide_env_values = true,
+        value_name = "NS/NAME"
+    )]
+    pub cluster: Option<String>,
+
     /// ConfigMap (`NAMESPACE/NAME` or `NAME`) receiving the audit summary.
     #[arg(
         long,
@@ -197,7 +232,33 @@ impl Config {
         } else {
             None
         };
+        let cluster = match &args.cluster {
+            Some(value) => match value.split_once('/') {
+                Some((ns, name)) if kube_validation::is_namespace_name(ns) && !name.is_empty() => {
+                    Some(ObjectName {
+                        namespace: ns.to_owned(),
+                        name: name.to_owned(),
+                    })
+                }
+                _ => {
+                    return Err(Error::InvalidArgument {
+                        flag: "--cluster".into(),
+                        value: value.clone(),
+                        problem: "expected NAMESPACE/NAME of a Cluster API Cluster".into(),
+                    });
+                }
+            },
+            None => None,
+        };
+        if args.machines_kubeconfig.is_some() && args.audit_cluster_modules {
+            return Err(Error::InvalidArgument {
+                flag: "--audit-cluster-modules".into(),
+                value: "true".into(),
+                problem: "not supported with --machines-kubeconfig yet: its Events on Machines would be recorded in the workload cluster".into(),
+            });
+        }
         Ok(Self {
+            cluster,
             labels,
             source,
             machine_sync,

@@ -83,6 +83,9 @@ pub enum HostSource {
     },
 }
 
+/// The label Cluster API puts on a Cluster's Machines.
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+
 /// Everything [`crate::run`] needs, resolved from the arguments (no
 /// environment reads inside `run`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +117,11 @@ pub struct Config {
     pub audit_debounce: Duration,
     /// This replica's name for Events (`reportingInstance`).
     pub instance: Option<String>,
+    /// Only the Machines of this Cluster API Cluster (namespace and name;
+    /// label `cluster.x-k8s.io/cluster-name`), as when the Machines live in
+    /// a management cluster and the Nodes in this Cluster's workload
+    /// cluster (`--cluster`); `None`: every Machine.
+    pub cluster: Option<ObjectName>,
 }
 
 impl Config {
@@ -147,6 +155,7 @@ impl Config {
             debounce: Duration::from_millis(50),
             audit_debounce: Duration::from_secs(1),
             instance: None,
+            cluster: None,
         }
     }
 }

@@ -235,7 +235,12 @@ impl IndexResource<ConfigMap> for HostIndex {
 /// source or the label sync or the cluster-module audit needs them; the
 /// other Cluster API and CAPV kinds only for the cluster-module audit (they
 /// change the audit, not the labels, so they wait like Pods).
-pub fn watches<R>(runtime: Runtime<R>, client: &kube::Client, config: &Config) -> Runtime<R>
+pub fn watches<R>(
+    runtime: Runtime<R>,
+    client: &kube::Client,
+    machines: &kube::Client,
+    config: &Config,
+) -> Runtime<R>
 where
     R: Reconciler<Index = HostIndex>,
 {
@@ -249,13 +254,21 @@ where
                 .debounce(config.audit_debounce),
         );
     if config.watches_machines() {
-        runtime = runtime.watch(
-            Watch::new(
-                Api::<Machine>::all(client.clone()),
+        let watch = match &config.cluster {
+            Some(cluster) => Watch::new(
+                Api::<Machine>::namespaced(machines.clone(), &cluster.namespace),
+                watcher::Config::default().labels(&format!(
+                    "{}={}",
+                    crate::config::CLUSTER_NAME_LABEL,
+                    cluster.name
+                )),
+            ),
+            None => Watch::new(
+                Api::<Machine>::all(machines.clone()),
                 watcher::Config::default(),
-            )
-            .debounce(config.debounce),
-        );
+            ),
+        };
+        runtime = runtime.watch(watch.debounce(config.debounce));
     }
     if let HostSource::Inventory { configmap, .. } = &config.source {
         runtime = runtime.watch(
@@ -268,13 +281,13 @@ where
     }
     if config.audit_cluster_modules {
         runtime = runtime
-            .watch(capi_watch::<Cluster>(client, config))
-            .watch(capi_watch::<VSphereCluster>(client, config))
-            .watch(capi_watch::<KubeadmControlPlane>(client, config))
-            .watch(capi_watch::<MachineDeployment>(client, config))
-            .watch(capi_watch::<MachineSet>(client, config))
-            .watch(capi_watch::<VSphereVM>(client, config))
-            .watch(capi_watch::<VSphereMachineTemplate>(client, config));
+            .watch(capi_watch::<Cluster>(machines, config))
+            .watch(capi_watch::<VSphereCluster>(machines, config))
+            .watch(capi_watch::<KubeadmControlPlane>(machines, config))
+            .watch(capi_watch::<MachineDeployment>(machines, config))
+            .watch(capi_watch::<MachineSet>(machines, config))
+            .watch(capi_watch::<VSphereVM>(machines, config))
+            .watch(capi_watch::<VSphereMachineTemplate>(machines, config));
     }
     runtime
 }

@@ -78,6 +78,20 @@ pub async fn run_with(
     shutdown: Shutdown,
     telemetry: Telemetry,
 ) -> Result<ShutdownReason, Error> {
+    run_with_clients(client, None, config, shutdown, telemetry).await
+}
+
+/// [`run_with`] with Machines (and the other Cluster API kinds) read
+/// through `machines` — a management cluster — when given, while Nodes,
+/// Pods, ConfigMaps, Events and the Lease go through `client` (the
+/// workload cluster).
+pub async fn run_with_clients(
+    client: kube::Client,
+    machines: Option<kube::Client>,
+    config: Config,
+    shutdown: Shutdown,
+    telemetry: Telemetry,
+) -> Result<ShutdownReason, Error> {
     let (settings, metrics, readiness) =
         telemetry.into_run_settings(config.metrics_addr, config.leader.clone(), config.dry_run);
     let work_shutdown = shutdown.clone();
@@ -102,7 +116,8 @@ pub async fn run_with(
             metrics.controller.clone(),
             readiness,
         );
-        index::watches(runtime, &client, &config)
+        let machines = machines.unwrap_or_else(|| client.clone());
+        index::watches(runtime, &client, &machines, &config)
             .run(&work_shutdown)
             .await?;
         Ok(())

@@ -33,11 +33,22 @@ async fn real_main(cli: Cli) -> Result<i32, Exit> {
     let config =
         Config::from_args(&cli.run, pod_namespace.as_deref(), &identity).map_err(Exit::usage)?;
     let client = controller_kit::args::kube_client(common).await?;
+    let machines = match &cli.run.machines_kubeconfig {
+        Some(path) => {
+            let mut management = common.clone();
+            management.kubeconfig = Some(path.clone());
+            management.context.clone_from(&cli.run.machines_context);
+            Some(controller_kit::args::kube_client(&management).await?)
+        }
+        None => None,
+    };
     let shutdown = Shutdown::new();
     shutdown.listen_for_signals()?;
-    let reason = host_label_controller::run(client, config, shutdown)
-        .await
-        .map_err(Exit::failure)?;
+    let telemetry = host_label_controller::Telemetry::default();
+    let reason =
+        host_label_controller::run_with_clients(client, machines, config, shutdown, telemetry)
+            .await
+            .map_err(Exit::failure)?;
     tracing::info!(%reason, "stopped");
     Ok(reason.exit_code())
 }
