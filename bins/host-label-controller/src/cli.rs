@@ -43,6 +43,10 @@ pub struct ManifestArgs {
     /// Container image.
     #[arg(long, default_value = crate::manifests::DEFAULT_IMAGE, value_name = "IMAGE")]
     pub image: String,
+    /// Run with `--all-clusters`, and grant reading Clusters and Secrets
+    /// (the `<cluster>-kubeconfig` ones).
+    #[arg(long)]
+    pub all_clusters: bool,
     /// Run with `--sync-machine-labels` (no further permission needed).
     #[arg(long)]
     pub sync_machine_labels: bool,
@@ -153,6 +157,18 @@ pub struct RunArgs {
         value_name = "NAME"
     )]
     pub machines_context: Option<String>,
+
+    /// Run in the management cluster and label the Nodes of every Cluster
+    /// API Cluster's workload cluster, reached through the Cluster's
+    /// `<name>-kubeconfig` Secret as Cluster API does; Clusters are
+    /// tracked as they come and go. Needs `manifests --all-clusters`.
+    #[arg(
+        long,
+        env = "ALL_CLUSTERS",
+        hide_env_values = true,
+        conflicts_with_all = ["machines_kubeconfig", "cluster", "audit_cluster_modules"]
+    )]
+    pub all_clusters: bool,
 
     /// Only the Machines of this Cluster API Cluster (`NAMESPACE/NAME`,
     /// label `cluster.x-k8s.io/cluster-name`): the Cluster whose workload

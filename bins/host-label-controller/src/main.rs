@@ -21,6 +21,7 @@ async fn real_main(cli: Cli) -> Result<i32, Exit> {
             host_label_controller::manifests::Features {
                 sync_machine_labels: m.sync_machine_labels,
                 audit_cluster_modules: m.audit_cluster_modules,
+                all_clusters: m.all_clusters,
             },
         )?;
         process::write_stdout(&yaml).map_err(Exit::failure)?;
@@ -45,6 +46,13 @@ async fn real_main(cli: Cli) -> Result<i32, Exit> {
     let shutdown = Shutdown::new();
     shutdown.listen_for_signals()?;
     let telemetry = host_label_controller::Telemetry::default();
+    if cli.run.all_clusters {
+        let reason = host_label_controller::run_all_clusters(client, config, shutdown, telemetry)
+            .await
+            .map_err(Exit::failure)?;
+        tracing::info!(%reason, "stopped");
+        return Ok(reason.exit_code());
+    }
     let reason =
         host_label_controller::run_with_clients(client, machines, config, shutdown, telemetry)
             .await

@@ -40,6 +40,15 @@ pub const CLUSTER_MODULE_RULES: &[Rule] = &[
     ),
 ];
 
+/// Added with `--all-clusters`: watch Clusters and read their
+/// `<cluster>-kubeconfig` Secrets. The Secret names are not known in
+/// advance, so `get` on Secrets is not restricted by name: grant it only
+/// where Cluster API keeps these Secrets.
+pub const ALL_CLUSTERS_RULES: &[Rule] = &[
+    Rule::new("cluster.x-k8s.io", &["clusters"], &[Get, List, Watch]),
+    Rule::new("", &["secrets"], &[Get]),
+];
+
 /// Optional features the generated Deployment runs with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Features {
@@ -47,6 +56,8 @@ pub struct Features {
     pub sync_machine_labels: bool,
     /// `--audit-cluster-modules` (adds [`CLUSTER_MODULE_RULES`]).
     pub audit_cluster_modules: bool,
+    /// `--all-clusters` (adds [`ALL_CLUSTERS_RULES`]).
+    pub all_clusters: bool,
 }
 
 /// Permissions in the controller's own namespace (Role): read the inventory
@@ -74,6 +85,9 @@ pub fn render_with(
     if features.audit_cluster_modules {
         rules.extend_from_slice(CLUSTER_MODULE_RULES);
     }
+    if features.all_clusters {
+        rules.extend_from_slice(ALL_CLUSTERS_RULES);
+    }
     let mut manifest = ControllerManifest::new(CONTROLLER_NAME, namespace, image, &rules);
     manifest.scope = Scope::Cluster;
     manifest.args = vec![
@@ -85,6 +99,9 @@ pub fn render_with(
     }
     if features.audit_cluster_modules {
         manifest.args.push("--audit-cluster-modules".to_owned());
+    }
+    if features.all_clusters {
+        manifest.args.push("--all-clusters".to_owned());
     }
     let yaml = manifest.to_yaml()?;
     let mut docs: Vec<String> = yaml.split("---\n").map(str::to_owned).collect();

@@ -153,3 +153,115 @@ fn the_split_needs_a_cluster_and_refuses_the_module_audit() {
         })
     );
 }
+
+mod all_clusters {
+    use super::*;
+    use host_label_controller::manifests::{DEFAULT_IMAGE, Features, render, render_with};
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
+    use kube_fake_api::ResourceId;
+    use kube_fake_api::server::Loopback;
+
+    fn clusters_id() -> ResourceId {
+        ResourceId::new("cluster.x-k8s.io", "v1beta1", "clusters")
+    }
+
+    /// A workload cluster served over HTTP, with a Node `n1`, enforcing the
+    /// controller's generated RBAC, and its `<cluster>-kubeconfig` Secret
+    /// plus Cluster and Machine in the management cluster.
+    async fn workload(management: &FakeApi, cluster: &str, host: &str) -> (FakeApi, Loopback) {
+        let fake = FakeApi::new();
+        seed_node(&fake, "n1", &[]);
+        fake.enforce_rbac(&render(OPS_NS, DEFAULT_IMAGE).unwrap())
+            .unwrap();
+        let server = Loopback::start(
+            fake.clone(),
+            Some((OPS_NS, host_label_controller::CONTROLLER_NAME)),
+        )
+        .await
+        .unwrap();
+        let kubeconfig = std::fs::read(server.kubeconfig_path()).unwrap();
+        let mut secret = Secret::default();
+        secret.metadata.name = Some(format!("{cluster}-kubeconfig"));
+        secret.metadata.namespace = Some("capi".into());
+        secret.data = Some([("value".to_owned(), ByteString(kubeconfig))].into());
+        management.seed(&secret).unwrap();
+        management
+            .seed_value(
+                &clusters_id(),
+                json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "metadata": {"name": cluster, "namespace": "capi"}}),
+            )
+            .unwrap();
+        management
+            .seed_value(
+                &machines_id(),
+                machine("capi", &format!("{cluster}-md-1"), cluster, "n1", host),
+            )
+            .unwrap();
+        (fake, server)
+    }
+
+    #[tokio::test]
+    async fn every_workload_cluster_is_reached_through_its_kubeconfig_secret_as_clusters_come_and_go()
+     {
+        let management = FakeApi::new();
+        management
+            .install_crds(crds::CLUSTER_API_1_12_MACHINE)
+            .unwrap();
+        let features = Features {
+            all_clusters: true,
+            ..Features::default()
+        };
+        management
+            .enforce_rbac(&render_with(OPS_NS, DEFAULT_IMAGE, features).unwrap())
+            .unwrap();
+        let (w1, _s1) = workload(&management, "c1", "esx-01.lab").await;
+        let (w2, _s2) = workload(&management, "c2", "esx-02.lab").await;
+
+        let shutdown = Shutdown::new();
+        let task = tokio::spawn(host_label_controller::run_all_clusters(
+            management.client_as(OPS_NS, host_label_controller::CONTROLLER_NAME),
+            config(&[CAPV_KEY], HostSource::Machines),
+            shutdown.clone(),
+            Telemetry::default(),
+        ));
+        // Both clusters have a Node n1; each gets its own Cluster's host.
+        eventually("both n1 labelled", Duration::from_secs(10), || {
+            label(&w1, "n1", CAPV_KEY).as_deref() == Some("esx-01.lab")
+                && label(&w2, "n1", CAPV_KEY).as_deref() == Some("esx-02.lab")
+        })
+        .await;
+        // A Cluster created later is picked up.
+        let (w3, _s3) = workload(&management, "c3", "esx-03.lab").await;
+        eventually("new cluster labelled", Duration::from_secs(10), || {
+            label(&w3, "n1", CAPV_KEY).as_deref() == Some("esx-03.lab")
+        })
+        .await;
+        // A deleted Cluster's loop stops: its Machine moving changes nothing.
+        management
+            .remove_value(&clusters_id(), Some("capi"), "c2")
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        move_machine_in(&management, "c2-md-1", "esx-09.lab");
+        move_machine_in(&management, "c1-md-1", "esx-11.lab");
+        eventually("c1 follows its Machine", Duration::from_secs(10), || {
+            label(&w1, "n1", CAPV_KEY).as_deref() == Some("esx-11.lab")
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(label(&w2, "n1", CAPV_KEY).as_deref(), Some("esx-02.lab"));
+
+        shutdown.trigger(ShutdownReason::Requested);
+        task.await.unwrap().unwrap();
+        for fake in [&management, &w1, &w2, &w3] {
+            assert!(fake.denied().is_empty(), "{:#?}", fake.denied());
+        }
+    }
+
+    fn move_machine_in(fake: &FakeApi, name: &str, host: &str) {
+        fake.modify_value(&machines_id(), Some("capi"), name, |m| {
+            m["metadata"]["labels"][CAPV_KEY] = json!(host);
+        })
+        .unwrap();
+    }
+}

@@ -245,6 +245,7 @@ fn the_module_audit_adds_read_only_access_to_the_cluster_api_kinds() {
         Features {
             sync_machine_labels: true,
             audit_cluster_modules: true,
+            all_clusters: false,
         },
     )
     .unwrap()

@@ -152,6 +152,7 @@ pub fn start(fake: &FakeApi, config: Config) -> Running {
         host_label_controller::manifests::Features {
             sync_machine_labels: config.machine_sync.is_some(),
             audit_cluster_modules: config.audit_cluster_modules,
+            all_clusters: false,
         },
     )
     .unwrap();
