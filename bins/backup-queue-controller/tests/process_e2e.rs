@@ -72,3 +72,44 @@ async fn the_binary_queues_backups_through_its_kubeconfig() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+#[tokio::test]
+async fn the_binary_refuses_velero_1_17_with_exit_1_and_one_line() {
+    let fake = FakeApi::new();
+    fake.install_crds(crds::VELERO_1_17_BACKUP).unwrap();
+    fake.enforce_rbac(&render(ManifestScope::Namespaced, NS, DEFAULT_IMAGE).unwrap())
+        .unwrap();
+    let server = Loopback::start(fake.clone(), Some((NS, "backup-queue-controller")))
+        .await
+        .unwrap();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_backup-queue-controller"))
+        .args([
+            "--namespace",
+            NS,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--kubeconfig",
+        ])
+        .arg(server.kubeconfig_path())
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_BACKTRACE")
+        .env("RUST_LOG", "off")
+        .stderr(Stdio::piped())
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(20), child)
+        .await
+        .expect("exits at once")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with(
+            "backup-queue-controller: error: the Backup CRD (backups.velero.io) lacks phase Queued"
+        ) && lines[0].contains("needs Velero 1.18 or later"),
+        "{stderr}"
+    );
+    assert!(fake.requests().iter().all(|r| !r.is_write()));
+    assert!(fake.denied().is_empty(), "{:#?}", fake.denied());
+}

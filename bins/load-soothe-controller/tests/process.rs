@@ -87,6 +87,25 @@ fn manifests_into_a_closed_pipe_exit_zero_without_a_word() {
 }
 
 #[test]
+fn help_and_version_into_a_closed_pipe_exit_zero() {
+    for flag in ["--help", "--version"] {
+        let out = command()
+            .arg(flag)
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{flag}: {:?}",
+            stderr_lines(&out)
+        );
+        assert!(out.stderr.is_empty(), "{flag}: {:?}", stderr_lines(&out));
+    }
+}
+
+#[test]
 fn manifests_refuse_an_invalid_namespace_image_or_data_mover_in_one_line_with_exit_2() {
     for (args, needle) in [
         (
