@@ -155,12 +155,17 @@ impl Scenario {
     }
 }
 
-/// The scenarios of docs/performance.md: N = 1, 10, 100 nodes with steady
+/// Gate counts of the standard scenarios: one node; two (the exact-mode
+/// controller's 2-replica Deployment); 10 and 100 (node-agents, or the
+/// optimistic controller's DaemonSet).
+pub const STANDARD_NODES: [u32; 4] = [1, 2, 10, 100];
+
+/// The scenarios of docs/performance.md: [`STANDARD_NODES`] with steady
 /// arrivals (200 loads, one every 0.5 s) and a burst of 1,000 loads;
 /// `prepareQueueLength` 20.
 pub fn standard_scenarios() -> Vec<Scenario> {
     let mut out = Vec::new();
-    for nodes in [1, 10, 100] {
+    for nodes in STANDARD_NODES {
         out.push(Scenario::new(
             &format!("steady {nodes}n"),
             nodes,
@@ -169,7 +174,7 @@ pub fn standard_scenarios() -> Vec<Scenario> {
             Arrival::Steady { every_ms: 500 },
         ));
     }
-    for nodes in [1, 10, 100] {
+    for nodes in STANDARD_NODES {
         out.push(Scenario::new(
             &format!("burst {nodes}n"),
             nodes,
