@@ -1,4 +1,4 @@
-//! Command-line shape (a stable interface, issue 6): global input and output
+//! Command-line shape (a stable interface): global input and output
 //! options plus one subcommand per policy.
 
 use std::path::PathBuf;
