@@ -237,6 +237,23 @@ pub fn find_rule_ids(text: &str) -> Vec<(usize, String)> {
     out
 }
 
+static BEHAVIOUR_REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"docs/behaviour/([\w-]+\.md)#([\w-]+)").unwrap_or_else(|e| panic!("{e}"))
+});
+
+/// Mentions of a behaviour heading written as a path with an anchor
+/// (`docs/behaviour/velero.md#a2-15`, as command output and help print
+/// them), with their 1-based lines: `(line, file name, anchor)`.
+pub fn find_behaviour_references(text: &str) -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        for c in BEHAVIOUR_REFERENCE.captures_iter(line) {
+            out.push((i + 1, c[1].to_owned(), c[2].to_owned()));
+        }
+    }
+    out
+}
+
 /// A phrase that cites something outside the repository, and why it is
 /// refused.
 struct OutsideReference {
@@ -358,6 +375,20 @@ mod tests {
     fn dotted_names_and_words_are_not_identifiers() {
         assert!(ids("Velero v1.18.1, V1.2.3, node.A.1, USA4, DDR3, k8s.io, 1.5").is_empty());
         assert!(ids("RSA1 SHA256 A2.15xy").is_empty());
+    }
+
+    #[test]
+    fn behaviour_references_are_found_with_file_and_anchor() {
+        let found = find_behaviour_references(
+            "x\n  A2.15  docs/behaviour/velero.md#a2-15\nsee docs/behaviour/cluster-api.md#sa4.\n",
+        );
+        assert_eq!(
+            found,
+            [
+                (2, "velero.md".to_owned(), "a2-15".to_owned()),
+                (3, "cluster-api.md".to_owned(), "sa4".to_owned())
+            ]
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use repository_checks::{
-    ALLOWED, Finding, find_outside_references, find_rule_ids, markdown, repository_root, rules,
-    text_files,
+    ALLOWED, Finding, find_behaviour_references, find_outside_references, find_rule_ids, markdown,
+    repository_root, rules, text_files,
 };
 
 fn fail_on(what: &str, findings: &[Finding]) {
@@ -83,5 +83,34 @@ fn relative_markdown_links_resolve() {
     assert!(
         checked > 100,
         "only {checked} relative links found: is the scan still reaching docs/?"
+    );
+}
+
+#[test]
+fn behaviour_anchors_named_in_any_text_resolve() {
+    let root = repository_root();
+    let mut findings = Vec::new();
+    let mut checked = 0;
+    for (path, text) in text_files(&root).unwrap() {
+        for (line, file, anchor) in find_behaviour_references(&text) {
+            checked += 1;
+            let target = root.join("docs/behaviour").join(&file);
+            let found = std::fs::read_to_string(&target)
+                .map(|t| markdown::anchors(&t).contains(&anchor))
+                .unwrap_or(false);
+            if !found {
+                findings.push(Finding {
+                    path: path.clone(),
+                    line,
+                    message: format!("docs/behaviour/{file}#{anchor} does not resolve"),
+                });
+            }
+        }
+    }
+    fail_on("behaviour anchors that do not resolve", &findings);
+    // The snapshots of `policyctl config check` and `report` name some.
+    assert!(
+        checked > 0,
+        "no docs/behaviour/<file>#<anchor> found anywhere"
     );
 }
