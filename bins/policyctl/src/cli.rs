@@ -59,6 +59,11 @@ pub struct GlobalArgs {
         value_name = "NAME"
     )]
     pub config_map: String,
+
+    /// Live mode: read the objects from a cluster instead (see
+    /// [`crate::live`]).
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 /// Output formats of `-o`.
