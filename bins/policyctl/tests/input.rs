@@ -397,7 +397,7 @@ fn an_alias_bomb_is_refused_with_a_message_for_people() {
     );
     for level in 1..=9 {
         let previous = format!("*a{}", level - 1);
-        let list = vec![previous.as_str(); 10].join(", ");
+        let list = [previous.as_str(); 10].join(", ");
         text.push_str(&format!("  a{level}: &a{level} [{list}]\n"));
     }
     let run = run_with_stdin(&["-f", "-", "report"], &text);
