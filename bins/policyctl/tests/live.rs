@@ -28,6 +28,7 @@ fn example_objects() -> Vec<Value> {
         let text = std::fs::read_to_string(&path).unwrap();
         let name = path.display().to_string();
         for document in policyctl::manifest::parse_documents(&name, &text).unwrap() {
+            let document = document.value;
             if document.is_null() {
                 continue;
             }
@@ -158,10 +159,8 @@ fn dump(fake: &FakeApi, name: &str) -> PathBuf {
         text.push_str(&serde_json::to_string_pretty(&list).unwrap());
         text.push('\n');
     }
-    let path = std::env::temp_dir().join(format!(
-        "policyctl-live-{}-{name}.json",
-        std::process::id()
-    ));
+    let path =
+        std::env::temp_dir().join(format!("policyctl-live-{}-{name}.json", std::process::id()));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -239,4 +238,3 @@ async fn dash_f_with_kubeconfig_is_a_usage_error() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("--kubeconfig"), "{}", run.stderr);
 }
-

@@ -344,7 +344,10 @@ pub fn needs(command: &Command) -> Needs {
         Command::Modules(_) => &[CLUSTER_API],
         Command::Report => &[&Kind::ALL],
     };
-    let mut kinds: Vec<Kind> = groups.iter().flat_map(|group| group.iter().copied()).collect();
+    let mut kinds: Vec<Kind> = groups
+        .iter()
+        .flat_map(|group| group.iter().copied())
+        .collect();
     kinds.sort();
     kinds.dedup();
     Needs::Kinds(kinds)

@@ -165,16 +165,30 @@ pub fn load(
         let (client, server) = client(&global.live).await?;
         let mut inventory = Inventory::default();
         for kind in kinds {
-            let listed = List {
-                client: &client,
-                server: &server,
-                resource: kind.resource(),
-                namespace: &namespace,
-                chunk_size: global.live.chunk_size,
-            };
-            if let Some(note) = listed.into_inventory(&mut inventory).await? {
-                // If standard error is gone there is nowhere to note it.
-                let _ = writeln!(stderr, "{note}");
+            // The node-agent ConfigMap may be named in another namespace
+            // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
+            let mut namespaces = vec![namespace.as_str()];
+            if kind == Kind::ConfigMap
+                && let Some(other) = global
+                    .config_map
+                    .as_ref()
+                    .and_then(|config_map| config_map.namespace.as_deref())
+                    .filter(|other| *other != namespace)
+            {
+                namespaces.push(other);
+            }
+            for namespace in namespaces {
+                let listed = List {
+                    client: &client,
+                    server: &server,
+                    resource: kind.resource(),
+                    namespace,
+                    chunk_size: global.live.chunk_size,
+                };
+                if let Some(note) = listed.into_inventory(&mut inventory).await? {
+                    // If standard error is gone there is nowhere to note it.
+                    let _ = writeln!(stderr, "{note}");
+                }
             }
         }
         Ok(inventory)
@@ -221,7 +235,11 @@ async fn client(args: &LiveArgs) -> Result<(kube::Client, String), CommandError>
             ))
         })?,
     };
-    let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
     let client = kube::Client::try_from(config).map_err(|error| {
         CommandError::Input(format!(
             "cannot make a client for {server}: {}",
@@ -243,7 +261,10 @@ struct List<'a> {
 impl List<'_> {
     /// Lists every page of the first version the server serves and adds
     /// the objects; `Some(note)` when the kind cannot be listed (403, 404).
-    async fn into_inventory(&self, inventory: &mut Inventory) -> Result<Option<String>, CommandError> {
+    async fn into_inventory(
+        &self,
+        inventory: &mut Inventory,
+    ) -> Result<Option<String>, CommandError> {
         let resource = &self.resource;
         let mut versions = resource.versions.iter().peekable();
         while let Some(version) = versions.next() {
@@ -260,7 +281,8 @@ impl List<'_> {
                     }
                     return Ok(None);
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 && versions.peek().is_some() => {}
+                Err(kube::Error::Api(status))
+                    if status.code == 404 && versions.peek().is_some() => {}
                 Err(kube::Error::Api(status)) if matches!(status.code, 403 | 404) => {
                     return Ok(Some(self.note(status.code)));
                 }
