@@ -185,7 +185,7 @@ pub fn load(
                     namespace,
                     chunk_size: global.live.chunk_size,
                 };
-                if let Some(note) = listed.into_inventory(&mut inventory).await? {
+                if let Some(note) = listed.add_to(&mut inventory).await? {
                     // If standard error is gone there is nowhere to note it.
                     let _ = writeln!(stderr, "{note}");
                 }
@@ -261,7 +261,7 @@ struct List<'a> {
 impl List<'_> {
     /// Lists every page of the first version the server serves and adds
     /// the objects; `Some(note)` when the kind cannot be listed (403, 404).
-    async fn into_inventory(
+    async fn add_to(
         &self,
         inventory: &mut Inventory,
     ) -> Result<Option<String>, CommandError> {
