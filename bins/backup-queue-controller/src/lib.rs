@@ -1,5 +1,5 @@
 //! `backup-queue-controller`: Velero's concurrent backup queue
-//! (`--concurrent-backups`, spec `velero.md` §4) as a separate,
+//! (`--concurrent-backups`, Q4.1–Q4.22) as a separate,
 //! leader-elected controller built on the pure [`backup_queue`] planner.
 //!
 //! It watches `velero.io/v1` Backups in the Velero namespace and all

@@ -7,7 +7,7 @@
 //! data never lands; the writer then reads the Backup again and the pass is
 //! made again from fresh state. Only the fields this controller owns are
 //! touched (`status.phase`, `status.queuePosition`, the
-//! [`REASON_ANNOTATION`]); the object is never replaced (CONVENTIONS §4).
+//! [`REASON_ANNOTATION`]); the object is never replaced (unknown fields would be lost).
 //! Writes are made one by one in the plan's order and the plan stops at the
 //! first refused one (every prefix of a plan is safe).
 //!

@@ -1,5 +1,5 @@
 //! End to end: the real `run()` against the in-process API stand-in
-//! (CONVENTIONS §3 tier 3). Outcomes are asserted on object state.
+//! (`kube-fake-api`). Outcomes are asserted on object state.
 
 mod support;
 

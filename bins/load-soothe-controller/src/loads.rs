@@ -4,7 +4,7 @@
 //! # How a load is accepted
 //!
 //! The same fields Velero's node-agent writes when it accepts a DataUpload
-//! or DataDownload (spec L3.11, L3.13; field names from `velero-api`):
+//! or DataDownload (L3.11, L3.13; field names from `velero-api`):
 //! `status.phase: Accepted`, `status.acceptedByNode` (this instance's
 //! `--node`), `status.acceptedTimestamp` (now), and the label
 //! `velero.io/expose-on-going: "true"`, in **one JSON merge patch on the

@@ -1,4 +1,4 @@
-//! Command-line shape (a stable interface, issue 6): global input and output
+//! Command-line shape (a stable interface): global input and output
 //! options plus one subcommand per policy.
 
 use std::path::PathBuf;
@@ -107,6 +107,13 @@ pub enum Command {
     /// host, and the vMotions that would spread them.
     Modules(ModulesArgs),
     /// The whole picture in tables: everything the other commands compute.
+    ///
+    /// The VELERO column of the configuration findings says what Velero does
+    /// with each one and cites the rule by its identifier (`C1.14`, `A2.15`,
+    /// …). Every identifier is a heading of docs/behaviour/velero.md in the
+    /// source repository; its anchor is the identifier in lower case with the
+    /// dot as a dash: A2.15 is docs/behaviour/velero.md#a2-15. The table's
+    /// footer lists the rules it cites with their anchors.
     Report,
 }
 
@@ -115,6 +122,13 @@ pub enum Command {
 pub enum ConfigAction {
     /// Normalised configuration and findings; exits 1 where Velero's
     /// node-agent would refuse to start.
+    ///
+    /// The VELERO column says what Velero does with each finding and cites
+    /// the rule by its identifier (`C1.14`, `A2.15`, …). Every identifier is
+    /// a heading of docs/behaviour/velero.md in the source repository; its
+    /// anchor is the identifier in lower case with the dot as a dash: A2.15
+    /// is docs/behaviour/velero.md#a2-15. The table's footer lists the rules
+    /// it cites with their anchors.
     Check {
         /// Also exit 1 on warnings.
         #[arg(long, env = "POLICYCTL_STRICT")]

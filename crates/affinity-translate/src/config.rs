@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The whole node-agent configuration (`NodeAgentConfigs`).
 ///
-/// The typed node-agent configuration (spec §1.1, Velero's
+/// The typed node-agent configuration (C1.x, Velero's
 /// `NodeAgentConfigs`).
 ///
 /// Every field is optional, as in Velero. `None` means "absent" (or `null`,

@@ -107,8 +107,8 @@ impl Diagnosis {
 ///
 /// "Why can't this data-mover pod schedule?" — for every node, which part of
 /// a [`PodFragment`] it fails, in plain words. Velero only logs a diagnosis
-/// after the 30-minute prepare timeout (A2.19, A2.25, W2.5); the load
-/// affinity design asks for one (seed 000, last paragraph).
+/// after the 30-minute prepare timeout (A2.19, A2.25, W2.5); this answers
+/// before the pod is even created.
 pub fn diagnose(
     fragment: &PodFragment,
     nodes: &[Node],

@@ -1,5 +1,6 @@
 //! Velero's node-agent configuration (`--node-agent-configmap`), done
-//! exactly and helpfully (spec `velero.md` §1, §2, §3.1).
+//! exactly and helpfully (C1.x, A2.x, L3.1–L3.3 in
+//! `docs/behaviour/velero.md`).
 //!
 //! - [`load_json`], [`load_config_map`] and friends: a ConfigMap or JSON text
 //!   → [`NodeAgentConfig`] with Velero's decoding rules (C1.4–C1.10), errors

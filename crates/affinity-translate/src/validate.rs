@@ -17,7 +17,7 @@ use kube_validation::Quantity;
 /// Every finding about a configuration, in field order.
 ///
 /// Validation of a loaded configuration: everything Velero would ignore,
-/// replace, skip or fail on later (spec §1.3, §2, §3.1), as findings.
+/// replace, skip or fail on later (C1.10–C1.17, A2.x, L3.1–L3.3), as findings.
 pub fn validate(config: &NodeAgentConfig) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(concurrency) = &config.load_concurrency {

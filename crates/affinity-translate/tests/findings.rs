@@ -1,4 +1,4 @@
-//! One case per validation finding (spec §1, §2, §3.1): each snippet and
+//! One case per validation finding (C1.x, A2.x, L3.1–L3.3): each snippet and
 //! the findings it produces, snapshotted; plus the cases that must produce
 //! none.
 

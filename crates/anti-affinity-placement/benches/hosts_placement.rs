@@ -1,4 +1,4 @@
-//! Soft placement of 10,000 VMs over 1,000 hosts (spec E.4 target: ≤ 100 ms),
+//! Soft placement of 10,000 VMs over 1,000 hosts (target: ≤ 100 ms, see docs/performance.md),
 //! against a naive O(VMs × hosts) greedy measured in the same run.
 //!
 //! `cargo bench -p anti-affinity-placement --bench hosts_placement -- --warm-up-time 1 --measurement-time 3`

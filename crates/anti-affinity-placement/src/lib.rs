@@ -2,9 +2,9 @@
 //!
 //! Three parts, one per module:
 //! - [`hosts`]: virtual machines spread over physical hosts with soft or hard
-//!   anti-affinity, rebalancing and scale-down advice (spec §A);
+//!   anti-affinity, rebalancing and scale-down advice (A.10–A.14, SA1–SA7);
 //! - [`labels`]: Node labels naming the physical host, and their audit
-//!   (spec §B);
+//!   (B.1–B.8);
 //! - [`cluster_modules`]: CAPV's vSphere cluster modules (version gate,
 //!   module reconciliation, membership), their audit and the vMotions that
 //!   spread what vSphere left stacked (A.1–A.5, A.15, A.16).

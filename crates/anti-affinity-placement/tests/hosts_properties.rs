@@ -1,4 +1,4 @@
-//! Properties of VM → host placement, rebalance and scale-down (spec A.10–A.14).
+//! Properties of VM → host placement, rebalance and scale-down (A.10–A.14).
 //! Oracles are independent: a naive greedy (tests/support/naive.rs), replays
 //! with their own bookkeeping, and brute-force lower bounds.
 

@@ -1,4 +1,4 @@
-//! Properties of host label values and label plans (spec B.2–B.5, F.6).
+//! Properties of host label values and label plans (B.2–B.5, B.7).
 //! Oracle for validity: `kube_validation::is_label_value` (apimachinery's
 //! rule), never the code under test.
 

@@ -1,5 +1,5 @@
 //! Helpers for the real-cluster tests of `backup-queue-controller`
-//! (CONVENTIONS §3 tier 4). The tests themselves are in `tests/` and are
+//! (the tier above the in-process end-to-end tests). The tests themselves are in `tests/` and are
 //! `#[ignore = "needs cluster"]`: they compile in CI and never run there.
 //! Run them against a throwaway cluster (kind or k3d, see
 //! `docs/operations.md`) with

@@ -3,7 +3,7 @@
 //! Velero moves new backups to `Queued` with a `queuePosition`, and starts
 //! (`ReadyToStart`) a queued backup when fewer than `--concurrent-backups`
 //! backups are running and its namespaces overlap neither a running backup
-//! nor a backup ahead of it in the queue (spec `velero.md` §4, Q4.1–Q4.22).
+//! nor a backup ahead of it in the queue (Q4.1–Q4.22).
 //! This crate decides the same thing from a snapshot:
 //!
 //! - [`NamespaceMatcher`] validates and compiles a backup's namespace filter

@@ -1,7 +1,7 @@
 //! A deliberately straightforward model of Velero's queue controller, the
 //! baseline for tests and benchmarks. Not for production use.
 //!
-//! It follows the rules of spec §4 literally and shares no code with the
+//! It follows the rules Q4.1–Q4.22 literally and shares no code with the
 //! planner: namespace sets are resolved per reconcile from the patterns and
 //! the cluster namespace list (Q4.5–Q4.9, compiling each pattern once per
 //! resolution and caching sets only within one reconcile, which Velero does

@@ -1,5 +1,5 @@
 //! Worked scenarios: the design document's example, Velero's edge cases
-//! (spec §6, items 8–12) and this crate's deliberate differences.
+//! (namespace sets, order of checks, positions, restart: Q4.5–Q4.21) and this crate's deliberate differences.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Helpers for the real-cluster tests of `host-label-controller`
-//! (CONVENTIONS §3 tier 4). The tests in `tests/` are
+//! (the tier above the in-process end-to-end tests). The tests in `tests/` are
 //! `#[ignore = "needs cluster"]`: they compile in CI and never run there.
 //! Run them against a throwaway cluster (kind or k3d, see
 //! `docs/operations.md`) with

@@ -1,4 +1,4 @@
-//! The API server's matchLabelKeys / mismatchLabelKeys merge (spec C.9).
+//! The API server's matchLabelKeys / mismatchLabelKeys merge (C.9).
 //!
 //! kube-scheduler never reads `matchLabelKeys` of pod (anti-)affinity terms:
 //! the API server merges them into `labelSelector` when the pod is created

@@ -1,4 +1,5 @@
-//! kube-scheduler's decisions, offline and exact (spec §C).
+//! kube-scheduler's decisions, offline and exact (C.1–C.23 in
+//! `docs/behaviour/kube-scheduler.md`).
 //!
 //! Give it a snapshot of a cluster (Nodes, Namespaces, Pods) and a pod: it
 //! runs kube-scheduler's plugins in kube-scheduler's order, says which nodes

@@ -1,6 +1,6 @@
 //! Node selector terms as component-helpers' `nodeaffinity` package parses
 //! and matches them: `nodeSelector`, required and preferred node affinity
-//! (spec C.1–C.5), with its lazy parse errors (C.3).
+//! (C.1–C.5), with its lazy parse errors (C.3).
 //!
 //! This is the one implementation of node selector matching in the
 //! workspace: the NodeAffinity and PodTopologySpread plugins use it, and so

@@ -1,5 +1,5 @@
 //! A pod compiled once for placement: its selectors parsed and validated,
-//! its terms' namespaces resolved (spec C.7, C.16, C.23).
+//! its terms' namespaces resolved (C.7, C.16, C.23).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,6 +1,6 @@
 //! Incremental, indexed cluster state: nodes, namespaces and placed pods.
 //!
-//! Indexes (spec F.5, C.17):
+//! Indexes (the incremental counts of C.17):
 //! - every node label is a *topology pair*: key and value are interned, so a
 //!   node's domain for a key is an array lookup;
 //! - placed pods are grouped into *classes* of equal (namespace, labels,

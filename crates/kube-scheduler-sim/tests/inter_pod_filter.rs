@@ -1,7 +1,7 @@
 //! InterPodAffinity Filter, table tests written from the facts of
 //! kube-scheduler's `interpodaffinity/filtering_test.go`
 //! (TestRequiredAffinitySingleNode, TestRequiredAffinityMultipleNodes) and
-//! spec C.7–C.17. Every row is also checked against the reference evaluator.
+//! C.7–C.17. Every row is also checked against the reference evaluator.
 
 mod oracle;
 mod support;
@@ -676,7 +676,7 @@ fn required_affinity_multiple_nodes_table() {
             want: vec![("machine1", OK), ("machine2", AFFINITY)],
         },
         Case {
-            name: "matching pods on nodes without the key do not count, so the exception applies (G.1)",
+            name: "matching pods on nodes without the key do not count, so the exception applies (C.12)",
             incoming: pod(
                 "ns",
                 "p",

@@ -1,6 +1,6 @@
 //! NodeAffinity filter and score, table tests written from the facts of
 //! kube-scheduler's `nodeaffinity/node_affinity_test.go` (TestNodeAffinity,
-//! TestNodeAffinityPriority) and spec C.1–C.6. Every row is also checked
+//! TestNodeAffinityPriority) and C.1–C.6. Every row is also checked
 //! against the brute-force reference evaluator.
 
 mod oracle;

@@ -1,4 +1,4 @@
-//! Snapshots of what users read, on a Tacker-like cluster (seed 004):
+//! Snapshots of what users read, on a Tacker-like cluster:
 //! six workers on three compute servers labelled `kubernetes.io/zone`
 //! (Tacker's choice of key), plus one worker whose label was never set.
 

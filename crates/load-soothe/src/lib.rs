@@ -1,5 +1,5 @@
 //! The prepare-queue admission gate of Velero's node-agent ("load
-//! soothing", spec §3.3): how many DataUpload, DataDownload, PodVolumeBackup
+//! soothing", L3.8–L3.14): how many DataUpload, DataDownload, PodVolumeBackup
 //! and PodVolumeRestore loads may be in preparation (exposed: snapshot, PVC
 //! and data-mover pod created, not yet transferring) at once, cluster-wide.
 //!

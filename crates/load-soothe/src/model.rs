@@ -185,7 +185,7 @@ impl fmt::Display for LoadId {
 /// What the gate needs to know about one load object.
 ///
 /// The loads the gate governs: their kinds, phases, identity and the
-/// "in preparation" predicate (spec §3.3, L3.11).
+/// "in preparation" predicate (L3.11).
 ///
 /// These are plain values, not Velero CRD types: a controller maps each
 /// DataUpload, DataDownload, PodVolumeBackup or PodVolumeRestore object to a

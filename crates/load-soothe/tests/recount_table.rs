@@ -5,7 +5,7 @@ use load_soothe::Phase;
 use load_soothe::{Observed, Recount, RecountPolicy, recount};
 use proptest::prelude::*;
 
-/// Velero `vgdp_counter.go`, transcribed from spec L3.12: only informer
+/// Velero `vgdp_counter.go`, transcribed from L3.12: only informer
 /// Update events, only if the phase string changed, and then only if the new
 /// phase is Accepted, or the old phase is Prepared, or the old phase is
 /// Accepted and the new phase is not Prepared. Create and Delete never.

@@ -1,4 +1,4 @@
-//! `velero.io/v1` Backup: the fields the backup queue reads (spec §4).
+//! `velero.io/v1` Backup: the fields the backup queue reads (Q4.1–Q4.22).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::CustomResource;
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::string_enum::string_enum;
 
 /// Spec of a Backup: only the namespace and label filters the queue's
-/// overlap model reads (spec Q4.5–Q4.9).
+/// overlap model reads (Q4.5–Q4.9).
 ///
 /// A partial object: never `replace()` it, patch only the fields you own.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -44,7 +44,7 @@ pub struct BackupSpec {
 }
 
 string_enum! {
-    /// Phase of a Backup (spec Q4.2).
+    /// Phase of a Backup (Q4.2).
     pub enum BackupPhase {
         /// Created, not yet queued (also the empty phase).
         New => "New",
@@ -76,13 +76,13 @@ string_enum! {
 }
 
 impl BackupPhase {
-    /// `New` or the empty phase: not yet queued (spec Q4.10, Q4.17).
+    /// `New` or the empty phase: not yet queued (Q4.10, Q4.17).
     pub fn is_new(&self) -> bool {
         matches!(self, Self::New) || self.as_str().is_empty()
     }
 
     /// `Queued`, `ReadyToStart` or `InProgress`: the phases the queue sees
-    /// (spec Q4.3).
+    /// (Q4.3).
     pub fn is_active(&self) -> bool {
         matches!(self, Self::Queued | Self::ReadyToStart | Self::InProgress)
     }
@@ -96,7 +96,7 @@ pub struct BackupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<BackupPhase>,
     /// 1-based position in the queue while `Queued`; absent or 0 otherwise
-    /// (spec Q4.2).
+    /// (Q4.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<i64>,
     /// Validation errors (phase `FailedValidation`).
@@ -122,7 +122,7 @@ impl Backup {
             .unwrap_or(BackupPhase::New)
     }
 
-    /// The queue position, 0 when absent (spec Q4.2).
+    /// The queue position, 0 when absent (Q4.2).
     pub fn queue_position(&self) -> i64 {
         self.status
             .as_ref()

@@ -1,5 +1,5 @@
 //! `velero.io/v2alpha1` DataUpload and DataDownload (CSI snapshot data
-//! movement; spec §2.3, §2.4, §3.3).
+//! movement; A2.13–A2.23, L3.8–L3.14).
 
 use std::collections::BTreeMap;
 
@@ -62,7 +62,7 @@ pub struct CsiSnapshotSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_snapshot: Option<String>,
     /// StorageClass of the source PVC: the class used for the backupPVC
-    /// remap and the load-affinity lookup (spec A2.14, A2.15).
+    /// remap and the load-affinity lookup (A2.14, A2.15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_class: Option<String>,
     /// VolumeSnapshotClass of the snapshot.

@@ -1,7 +1,7 @@
 //! Label keys Velero puts on its objects that the policies read.
 
 /// Set to `"true"` on a DataUpload, DataDownload, PodVolumeBackup or
-/// PodVolumeRestore while it is being prepared (spec L3.11): added with the
+/// PodVolumeRestore while it is being prepared (L3.11): added with the
 /// move to `Accepted`, removed with the move to `InProgress` or a terminal
 /// phase. The prepare-queue counts loads by this label.
 pub const EXPOSE_ON_GOING: &str = "velero.io/expose-on-going";
@@ -13,5 +13,5 @@ pub const BACKUP_NAME: &str = "velero.io/backup-name";
 pub const RESTORE_NAME: &str = "velero.io/restore-name";
 
 /// Label of data-mover pods; `snapshot-exposer` for backups and
-/// `generic-restore-exposer` for restores (spec A2.17b).
+/// `generic-restore-exposer` for restores (A2.17b).
 pub const EXPOSER_POD_GROUP: &str = "velero.io/exposer-pod-group";

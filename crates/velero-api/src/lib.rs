@@ -1,5 +1,5 @@
 //! Partial, hand-written kube 5 types for the Velero custom resources that the
-//! placement and admission policies read and write (CONVENTIONS §4).
+//! placement and admission policies read and write.
 //!
 //! | kind | group/version | type |
 //! |---|---|---|
@@ -11,7 +11,7 @@
 //!
 //! The label keys Velero puts on these objects are in [`labels`].
 //!
-//! Only the fields the policies read (spec `velero.md` §3.3 and §4: namespace
+//! Only the fields the policies read (L3.8–L3.14 and Q4.1–Q4.22: namespace
 //! filters of backups, queue phase and position, data-mover storage class,
 //! node and phase of loads) plus the status fields the controllers write are
 //! modelled. Every field is optional (`Option` or `#[serde(default)]`) and

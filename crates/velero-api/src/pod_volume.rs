@@ -1,5 +1,5 @@
 //! `velero.io/v1` PodVolumeBackup and PodVolumeRestore (file-system backup
-//! loads; spec A2.24, L3.13).
+//! loads; A2.24, L3.13).
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -7,7 +7,7 @@ use crate::string_enum::string_enum;
 
 string_enum! {
     /// Phase of a DataUpload, DataDownload, PodVolumeBackup or
-    /// PodVolumeRestore (spec §3.3).
+    /// PodVolumeRestore (L3.9–L3.13).
     pub enum LoadPhase {
         /// Created, not yet accepted by a node-agent (also the empty phase).
         New => "New",
@@ -30,7 +30,7 @@ string_enum! {
 
 impl LoadPhase {
     /// `New` or the empty phase: the only phases the prepare-queue gate
-    /// decides on (spec L3.13).
+    /// decides on (L3.13).
     pub fn is_new(&self) -> bool {
         matches!(self, Self::New) || self.as_str().is_empty()
     }

@@ -57,7 +57,7 @@ pub fn seed_namespaces(fake: &FakeApi, names: impl IntoIterator<Item = String>) 
     }
 }
 
-/// The design document's five backups (seed 002), `--concurrent-backups=2`:
+/// The design document's five backups, `--concurrent-backups=2`:
 /// backup1 runs on ns1, ns2; backup2..5 are queued.
 pub fn seed_design_scenario(fake: &FakeApi) {
     seed_namespaces(fake, (1..=9).map(|i| format!("ns{i}")));

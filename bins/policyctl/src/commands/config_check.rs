@@ -65,6 +65,7 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
                 ]
             }),
         ));
+        text.push_str(&rule_footer(findings.iter().map(|f| f.velero.as_str())));
     }
     Ok(CommandResult {
         output: Output {
@@ -116,5 +117,105 @@ impl From<&LoadError> for FindingRow {
             message: error.to_string(),
             velero: "the node-agent exits at start-up (C1.9)".to_owned(),
         }
+    }
+}
+
+/// Where the Velero rules live: each identifier is a heading of this file,
+/// with the anchor [`rule_anchor`].
+pub const VELERO_RULES: &str = "docs/behaviour/velero.md";
+
+/// The footer under a table with a `VELERO` column: every Velero rule
+/// identifier the column cites, in order of first appearance, with the
+/// heading it resolves to. Empty when the column cites none.
+pub fn rule_footer<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
+    let mut ids: Vec<&str> = Vec::new();
+    for cell in cells {
+        for id in velero_rule_ids(cell) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    if ids.is_empty() {
+        return String::new();
+    }
+    let width = ids.iter().map(|id| id.len()).max().unwrap_or(0);
+    let mut text = format!(
+        "\nRules cited in VELERO are headings of {VELERO_RULES} in {}:\n",
+        env!("CARGO_PKG_REPOSITORY")
+    );
+    for id in ids {
+        text.push_str(&format!(
+            "  {id:<width$}  {VELERO_RULES}#{}\n",
+            rule_anchor(id)
+        ));
+    }
+    text
+}
+
+/// The anchor of a rule's heading: the identifier in lower case with the
+/// dot replaced by a dash (`A2.15` → `a2-15`).
+pub fn rule_anchor(id: &str) -> String {
+    id.to_lowercase().replace('.', "-")
+}
+
+/// The Velero rule identifiers in a text: a family letter (`C`, `A`, `L`,
+/// `Q`, `D`, `W`), a digit, a dot, a number and an optional lower-case
+/// letter (`C1.14`, `A2.17b`).
+fn velero_rule_ids(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .map(|word| word.trim_end_matches('.'))
+        .filter(|word| is_velero_rule_id(word))
+}
+
+fn is_velero_rule_id(word: &str) -> bool {
+    let bytes = word.as_bytes();
+    let [family, digit, b'.', rest @ ..] = bytes else {
+        return false;
+    };
+    let number_len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    b"CALQDW".contains(family)
+        && digit.is_ascii_digit()
+        && number_len > 0
+        && match &rest[number_len..] {
+            [] => true,
+            [letter] => letter.is_ascii_lowercase(),
+            _ => false,
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_lists_each_cited_rule_once_with_its_heading() {
+        let footer = rule_footer([
+            "selects with the remapped backupPVC class (A2.15)",
+            "ignored: pods get no requests or limits (C1.14, W1.3)",
+            "again (C1.14). Also A2.17b.",
+        ]);
+        let heading = format!(
+            "\nRules cited in VELERO are headings of docs/behaviour/velero.md in {}:\n",
+            env!("CARGO_PKG_REPOSITORY")
+        );
+        assert_eq!(
+            footer.strip_prefix(&heading),
+            Some(
+                "\x20 A2.15   docs/behaviour/velero.md#a2-15\n\
+             \x20 C1.14   docs/behaviour/velero.md#c1-14\n\
+             \x20 W1.3    docs/behaviour/velero.md#w1-3\n\
+             \x20 A2.17b  docs/behaviour/velero.md#a2-17b\n"
+            ),
+            "{footer}"
+        );
+    }
+
+    #[test]
+    fn words_that_are_not_velero_rules_give_no_footer() {
+        assert_eq!(
+            rule_footer(["Velero v1.18.1 (C.14, SA4, B.3) X1\x2e2 C12.1 C1.x"]),
+            ""
+        );
     }
 }

@@ -31,7 +31,7 @@ use crate::commands::schedule::{Cluster, require_pod};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, table};
 
-/// Label Velero puts on data-mover pods (spec A2.17b).
+/// Label Velero puts on data-mover pods (A2.17b).
 const EXPOSER_POD_GROUP: &str = velero_api::labels::EXPOSER_POD_GROUP;
 
 /// The verdict for one node.

@@ -1,6 +1,6 @@
 //! `hosts plan | rebalance --group G [--budget N] | scale-down --group G
 //! --remove N`: VM placement over physical hosts from the input's
-//! HostInventory (anti-affinity-placement's `hosts` module, spec §A).
+//! HostInventory (anti-affinity-placement's `hosts` module, A.10–A.14).
 
 use anti_affinity_placement::hosts::CheckedInventory;
 use serde_json::json;

@@ -1,6 +1,6 @@
 //! One module per command. Each maps the inventory to its policy crate's
 //! input, calls the crate, and builds the [`Output`]: the JSON document of
-//! the issue-6 contract and a table.
+//! the `-o json` contract (docs/policyctl.md) and a table.
 
 mod affinity;
 mod concurrency;

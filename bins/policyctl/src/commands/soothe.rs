@@ -1,6 +1,6 @@
 //! `soothe [--mode optimistic|exact]`: which `New` loads (DataUpload,
 //! DataDownload, PodVolumeBackup, PodVolumeRestore) one prepare-queue gate
-//! would admit now, in admission order (load-soothe, spec §3.3).
+//! would admit now, in admission order (load-soothe, L3.8–L3.14).
 //!
 //! The gate sees every load of the input and handles all of them (as if one
 //! node-agent served the whole cluster): the loads in preparation (label

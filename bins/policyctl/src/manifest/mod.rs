@@ -1,5 +1,5 @@
 //! The manifest reader: turns files as `kubectl get -o yaml|json` prints
-//! them into an [`Inventory`] of typed objects (CONVENTIONS §7).
+//! them into an [`Inventory`] of typed objects.
 //!
 //! - A file holds YAML (one or many `---`-separated documents) or JSON (one
 //!   or several concatenated values); input whose first non-blank character

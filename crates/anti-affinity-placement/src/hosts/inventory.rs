@@ -46,7 +46,7 @@ impl HostInventory {
     }
 
     /// Node name → host name for every VM that has a host: the host
-    /// information source for labels when VM names are node names (§B).
+    /// information source for labels when VM names are node names (B.1).
     pub fn host_of_vm(&self) -> BTreeMap<String, String> {
         self.vms
             .iter()

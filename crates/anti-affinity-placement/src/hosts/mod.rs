@@ -1,4 +1,4 @@
-//! Virtual machines over physical hosts (spec §A): soft and hard
+//! Virtual machines over physical hosts (A.10–A.14): soft and hard
 //! anti-affinity placement, anti-affinity sets, a rebalance planner and a
 //! scale-down advisor, all pure functions of a [`HostInventory`].
 //!

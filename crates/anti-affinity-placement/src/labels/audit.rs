@@ -1,4 +1,4 @@
-//! Audit (B, F.3): replicas of one anti-affinity group that share a physical
+//! Audit: replicas of one anti-affinity group that share a physical
 //! host, and Nodes without the host label (which silently defeat
 //! anti-affinity: a node missing the topology key is never rejected, C.13).
 //!

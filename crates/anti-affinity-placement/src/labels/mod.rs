@@ -1,4 +1,4 @@
-//! Node labels naming the physical host, and their audit (spec §B).
+//! Node labels naming the physical host, and their audit (B.1–B.8).
 //!
 //! - [`sanitize_label_value`]: any host name → a valid label value (fixes
 //!   B.3), identical to CAPV's value whenever CAPV's is valid and unshortened.

@@ -1,4 +1,4 @@
-//! Brute-force reference evaluator, written straight from spec §C with no
+//! Brute-force reference evaluator, written straight from C.1–C.23 with no
 //! indexes: for every node, every check walks every placed pod.
 //!
 //! It is the oracle of the property tests and the baseline of the benchmarks

@@ -1,0 +1,31 @@
+//! `--help` of the commands whose tables cite Velero rules says where the
+//! identifiers resolve.
+
+use clap::CommandFactory;
+use policyctl::Cli;
+
+fn long_help(path: &[&str]) -> String {
+    let mut command = Cli::command();
+    command.build();
+    let mut current = &mut command;
+    for name in path {
+        current = current
+            .find_subcommand_mut(name)
+            .unwrap_or_else(|| panic!("no subcommand {name}"));
+    }
+    current.render_long_help().to_string()
+}
+
+#[test]
+fn config_check_help_says_where_rule_identifiers_resolve() {
+    let help = long_help(&["config", "check"]);
+    assert!(help.contains("docs/behaviour/velero.md#a2-15"), "{help}");
+    insta::assert_snapshot!(help);
+}
+
+#[test]
+fn report_help_says_where_rule_identifiers_resolve() {
+    let help = long_help(&["report"]);
+    assert!(help.contains("docs/behaviour/velero.md#a2-15"), "{help}");
+    insta::assert_snapshot!(help);
+}
