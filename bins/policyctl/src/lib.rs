@@ -13,19 +13,25 @@
 pub mod bundled;
 mod cli;
 pub mod commands;
+pub mod input;
 pub mod manifest;
 pub mod output;
 
 use std::io::{Read, Write};
 
 pub use cli::{
-    AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, HostLabelsAction,
-    HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs, ScheduleArgs,
-    SootheArgs, SootheMode,
+    AffinityArgs, Cli, Command, ConfigAction, ConfigMapRef, DiagnoseArgs, GlobalArgs,
+    HostLabelsAction, HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs,
+    ScheduleArgs, SootheArgs, SootheMode,
 };
 pub use commands::CommandError;
 
-use manifest::{Inventory, Source};
+use manifest::Inventory;
+
+/// Stack size of the thread `main` runs [`run`] on: enough for input nested
+/// as deep as the reader allows ([`manifest::text::MAX_DEPTH`]) in a debug
+/// build, whatever the platform's default for the main thread.
+pub const STACK_BYTES: usize = 64 << 20;
 
 /// The process exit status of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,45 +111,18 @@ pub fn load_input(
         );
         bundled::example_sources()
     } else {
-        read_files(&global.filenames, stdin)?
+        input::read_all(
+            &global.filenames,
+            input::ReadOptions {
+                recursive: global.recursive,
+                max_input_bytes: global.max_input_bytes.0,
+            },
+            stdin,
+        )?
     };
     let inventory = manifest::read_sources(&sources)?;
     for note in inventory.ignored_notes() {
         let _ = writeln!(stderr, "{note}");
     }
     Ok(inventory)
-}
-
-fn read_files(names: &[String], stdin: &mut dyn Read) -> Result<Vec<Source>, CommandError> {
-    let mut stdin_used = false;
-    let mut sources = Vec::with_capacity(names.len());
-    for name in names {
-        let text = if name == "-" {
-            if stdin_used {
-                return Err(CommandError::Input(
-                    "`-f -` is given more than once; standard input can be read only once"
-                        .to_owned(),
-                ));
-            }
-            stdin_used = true;
-            let mut text = String::new();
-            stdin
-                .read_to_string(&mut text)
-                .map_err(|error| manifest::ManifestError::Read {
-                    file: name.clone(),
-                    message: error.to_string(),
-                })?;
-            text
-        } else {
-            std::fs::read_to_string(name).map_err(|error| manifest::ManifestError::Read {
-                file: name.clone(),
-                message: error.to_string(),
-            })?
-        };
-        sources.push(Source {
-            name: name.clone(),
-            text,
-        });
-    }
-    Ok(sources)
 }
