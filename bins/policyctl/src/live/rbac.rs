@@ -33,9 +33,12 @@ pub struct RbacArgs {
     pub group: Vec<String>,
 }
 
-/// The rules: `(group, sorted plurals)` for the ClusterRole and for the
-/// Role in Velero's namespace.
-pub fn rules() -> (Vec<(String, Vec<String>)>, Vec<(String, Vec<String>)>) {
+/// Rules of one role: `(API group, sorted plural resource names)`, all with
+/// the `list` verb only.
+pub type Rules = Vec<(String, Vec<String>)>;
+
+/// The rules for the ClusterRole and for the Role in Velero's namespace.
+pub fn rules() -> (Rules, Rules) {
     let mut cluster: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut velero: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for kind in Kind::ALL {
@@ -61,7 +64,7 @@ pub fn rules() -> (Vec<(String, Vec<String>)>, Vec<(String, Vec<String>)>) {
     (finish(cluster), finish(velero))
 }
 
-fn rule_values(rules: &[(String, Vec<String>)]) -> Vec<Value> {
+fn rule_values(rules: &Rules) -> Vec<Value> {
     rules
         .iter()
         .map(|(group, plurals)| {
