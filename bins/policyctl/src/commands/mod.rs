@@ -150,6 +150,9 @@ pub fn execute(
         Command::Modules(args) => {
             modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
         }
+        Command::Rbac(args) => crate::live::rbac::run(args, global)
+            .map(CommandResult::success)
+            .map_err(CommandError::Input),
         Command::Report => {
             let config = config_source::resolve(global, inventory, stderr)?;
             report::run(&config, inventory, stderr).map(CommandResult::success)

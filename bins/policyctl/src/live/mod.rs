@@ -21,6 +21,7 @@
 //! here.
 
 pub mod kinds;
+pub mod rbac;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -261,10 +262,7 @@ struct List<'a> {
 impl List<'_> {
     /// Lists every page of the first version the server serves and adds
     /// the objects; `Some(note)` when the kind cannot be listed (403, 404).
-    async fn add_to(
-        &self,
-        inventory: &mut Inventory,
-    ) -> Result<Option<String>, CommandError> {
+    async fn add_to(&self, inventory: &mut Inventory) -> Result<Option<String>, CommandError> {
         let resource = &self.resource;
         let mut versions = resource.versions.iter().peekable();
         while let Some(version) = versions.next() {
@@ -334,7 +332,7 @@ impl List<'_> {
 
     fn note(&self, code: u16) -> String {
         let why = if code == 403 {
-            "forbidden (403): the user may not list them"
+            "forbidden (403): the user may not list them (policyctl rbac prints the read-only roles live mode needs)"
         } else {
             "not found (404): the server does not serve this kind (is its CustomResourceDefinition installed?)"
         };
@@ -359,4 +357,23 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = next.source();
     }
     text.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plugin_is_recognised_by_its_file_name() {
+        use std::ffi::OsStr;
+        assert!(is_kubectl_plugin(Some(OsStr::new("kubectl-policy"))));
+        assert!(is_kubectl_plugin(Some(OsStr::new(
+            "/usr/local/bin/kubectl-policy"
+        ))));
+        // Windows: `kubectl-policy.exe`.
+        assert!(is_kubectl_plugin(Some(OsStr::new("kubectl-policy.exe"))));
+        assert!(!is_kubectl_plugin(Some(OsStr::new("policyctl"))));
+        assert!(!is_kubectl_plugin(Some(OsStr::new("kubectl-policyctl"))));
+        assert!(!is_kubectl_plugin(None));
+    }
 }
