@@ -1,7 +1,7 @@
 //! `soothe [--mode optimistic|exact] [--datamover NAME]...`: which `New`
 //! loads (DataUpload, DataDownload, PodVolumeBackup, PodVolumeRestore) one
-//! prepare-queue gate would admit now, in admission order (load-soothe,
-//! spec §3.3).
+//! prepare-queue gate would admit now, in admission order (L3.8–L3.14;
+//! `load-soothe`).
 //!
 //! The gate is the gate of the data movers it serves, standing for the whole
 //! cluster. Without `--datamover` it is Velero's node-agent gate: Velero's
