@@ -84,6 +84,11 @@ pub struct GlobalArgs {
         value_name = "[NAMESPACE/]NAME"
     )]
     pub config_map: Option<ConfigMapRef>,
+
+    /// Live mode: read the objects from a cluster instead (see
+    /// [`crate::live`]).
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 /// The default `--config-map` name (Velero's Helm chart and docs).

@@ -6,7 +6,12 @@
 //! inputs and renders their decisions. policyctl implements no policy itself.
 //!
 //! Exit codes: 0 success; 1 invalid input or a policy error; 2 usage error
-//! (clap reports those before [`run`] is called).
+//! (clap reports most of those before [`run`] is called; [`run`] reports the
+//! combinations clap cannot express, such as `hosts` in live mode).
+//!
+//! Input comes from `-f` files, the bundled example cluster, or in live
+//! mode (`--kubeconfig`, `--context`, `--live`) from a cluster, read-only
+//! ([`live`]).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -14,6 +19,7 @@ pub mod bundled;
 mod cli;
 pub mod commands;
 pub mod input;
+pub mod live;
 pub mod manifest;
 pub mod output;
 
@@ -67,6 +73,13 @@ impl From<Exit> for std::process::ExitCode {
 pub fn run(cli: Cli, stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Exit {
     match try_run(&cli, stdin, stdout, stderr) {
         Ok(exit) => exit,
+        Err(CommandError::Usage(message)) => {
+            let _ = writeln!(
+                stderr,
+                "error: {message}\n\nFor more information, try '--help'."
+            );
+            Exit::Usage
+        }
         Err(error) => {
             // If standard error is gone there is nowhere left to report to.
             let _ = writeln!(stderr, "error: {error}");
@@ -91,7 +104,12 @@ fn try_run(
         output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
         return Ok(Exit::Success);
     }
-    let inventory = load_input(&cli.global, stdin, stderr)?;
+    let inventory = if live::requested(&cli.global) {
+        live::load(&cli.global, &cli.command, stderr)?
+    } else {
+        live::check_file_mode(&cli.global)?;
+        load_input(&cli.global, stdin, stderr)?
+    };
     let result = commands::execute(&cli.command, &cli.global, &inventory, stderr)?;
     output::write(cli.global.output, &result.output, stdout).map_err(CommandError::Output)?;
     Ok(result.exit)

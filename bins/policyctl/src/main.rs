@@ -2,7 +2,10 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = policyctl::Cli::parse();
+    let mut cli = policyctl::Cli::parse();
+    // As `kubectl-policy` on PATH (`kubectl policy …`), live mode is the default.
+    cli.global.live.kubectl_plugin =
+        policyctl::live::is_kubectl_plugin(std::env::args_os().next().as_deref());
     // Deeply nested input (up to the reader's depth limit) recurses in the
     // parser and the decoders: run on a thread whose stack is sized for it
     // on every platform, not on the main thread's platform default.

@@ -66,6 +66,18 @@ pub fn parse_documents(name: &str, text: &str) -> Result<Vec<Document>, Manifest
     text::documents(name, text)
 }
 
+/// Adds one parsed document (an object, or a `kind: List` whose items may
+/// omit `apiVersion` and `kind`) to `inventory`, exactly as a document of a
+/// file is added. Live mode feeds each page of a list response through
+/// this, so that both modes decode objects alike.
+pub fn add_value(
+    inventory: &mut Inventory,
+    origin: Origin,
+    document: Value,
+) -> Result<(), ManifestError> {
+    add_document(inventory, origin, document)
+}
+
 fn add_source(inventory: &mut Inventory, name: &str, text: &str) -> Result<(), ManifestError> {
     let documents = parse_documents(name, text)?;
     if documents.iter().all(|document| document.value.is_null()) {
