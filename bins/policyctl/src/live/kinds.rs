@@ -342,7 +342,7 @@ pub fn needs(command: &Command) -> Needs {
         },
         Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, DATA_PATH],
         Command::Modules(_) => &[CLUSTER_API],
-        Command::Report => &[&Kind::ALL],
+        Command::Report(_) => &[&Kind::ALL],
     };
     let mut kinds: Vec<Kind> = groups
         .iter()
