@@ -193,6 +193,10 @@ pub enum Command {
     /// dot as a dash: A2.15 is docs/behaviour/velero.md#a2-15. The table's
     /// footer lists the rules it cites with their anchors.
     Report(ReportArgs),
+    /// The read-only RBAC live mode needs (a ClusterRole and a Role in
+    /// Velero's namespace, list only), with bindings for the subjects given:
+    /// pipe it to `kubectl apply -f -`.
+    Rbac(crate::live::rbac::RbacArgs),
 }
 
 /// `config` subcommands.

@@ -169,6 +169,9 @@ pub fn execute(
         Command::Modules(args) => {
             modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
         }
+        Command::Rbac(args) => crate::live::rbac::run(args, global)
+            .map(CommandResult::success)
+            .map_err(CommandError::Input),
         Command::Report(args) => {
             let config = config_source::resolve(global, inventory, stderr)?;
             let options = report::Options {
