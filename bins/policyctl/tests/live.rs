@@ -656,3 +656,20 @@ async fn rbac_manifests_snapshot() {
         }
     }
 }
+
+/// The roles shown in docs/policyctl.md are the ones `policyctl rbac`
+/// prints (and the tests enforce).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documented_roles_are_the_generated_ones() {
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/policyctl.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("### RBAC").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let documented: Vec<Value> = serde_saphyr::from_multiple(block).unwrap();
+    let generated = policyctl(&["rbac", "-o", "json"]).await;
+    let generated: Value = serde_json::from_str(&generated.stdout).unwrap();
+    assert_eq!(Value::Array(documented), generated["items"]);
+}

@@ -342,7 +342,7 @@ pub fn needs(command: &Command) -> Needs {
         },
         Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, DATA_PATH],
         Command::Modules(_) => &[CLUSTER_API],
-        Command::Report => &[&Kind::ALL],
+        Command::Report(_) => &[&Kind::ALL],
         Command::Rbac(_) => return Needs::Nothing,
     };
     let mut kinds: Vec<Kind> = groups
@@ -360,7 +360,12 @@ mod tests {
 
     #[test]
     fn report_needs_every_kind_and_hosts_needs_files() {
-        assert_eq!(needs(&Command::Report), Needs::Kinds(Kind::ALL.to_vec()));
+        let report = Command::Report(crate::cli::ReportArgs {
+            concurrent_backups: 1,
+            soothe_mode: crate::cli::SootheMode::Optimistic,
+            datamovers: Vec::new(),
+        });
+        assert_eq!(needs(&report), Needs::Kinds(Kind::ALL.to_vec()));
         assert!(matches!(
             needs(&Command::Hosts {
                 action: crate::cli::HostsAction::Plan
