@@ -121,7 +121,7 @@ fn every_contract_key_is_present() {
     let schedule = json(&["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"]);
     assert_eq!(
         keys(&schedule),
-        ["feasible", "scores", "selected", "unschedulable"]
+        ["feasible", "scores", "selected", "summary", "unschedulable"]
     );
     assert_eq!(
         keys(&schedule["scores"]),

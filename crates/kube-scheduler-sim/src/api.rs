@@ -100,6 +100,9 @@ impl ClusterState {
         if let Some(e) = core.error.as_ref().or(core.score_error.as_ref()) {
             return e.clone();
         }
+        if n == 0 {
+            return fit_error_summary(0, Vec::<Vec<String>>::new());
+        }
         match &core.all_nodes {
             Some(AllNodes::Reason(r)) => format!("0/{n} nodes are available: {}.", r.message()),
             Some(AllNodes::Message(m)) => format!("0/{n} nodes are available: {m}."),
@@ -129,6 +132,7 @@ impl ClusterState {
             for node in &self.nodes {
                 res.unschedulable.insert(node.name.clone(), failure.clone());
             }
+            res.summary = Some(self.fit_error(core));
             return res;
         }
         for (i, r) in core.reasons.iter().enumerate() {
@@ -142,6 +146,9 @@ impl ClusterState {
         }
         res.feasible.sort();
         res.error = core.score_error.clone();
+        if res.feasible.is_empty() {
+            res.summary = Some(self.fit_error(core));
+        }
         let names: Vec<&str> = core
             .scored
             .iter()

@@ -1,6 +1,6 @@
 //! The indexed evaluator: the default profile's filters (NodeUnschedulable,
 //! NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
-//! PodTopologySpread, InterPodAffinity, in that order) and the NodeAffinity
+//! PodTopologySpread, InterPodAffinity, in that order, C.31) and the NodeAffinity
 //! and InterPodAffinity scores of one pod over a [`ClusterState`].
 
 use crate::plugins::inter_pod_affinity::{

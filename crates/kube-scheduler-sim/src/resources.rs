@@ -1,4 +1,4 @@
-//! Resource amounts as kube-scheduler counts them: a pod's effective
+//! Resource amounts as kube-scheduler counts them (C.29): a pod's effective
 //! requests (`k8s.io/component-helpers/resource.PodRequests`) and a node's
 //! allocatable, converted to `framework.Resource` (CPU in millicores rounded
 //! up, every other resource in whole units rounded up).

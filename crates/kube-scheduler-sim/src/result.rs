@@ -284,4 +284,8 @@ pub struct ScheduleResult {
     /// feasible (an unparsable preferred node affinity term fails PreScore,
     /// C.5; an unparsable spread selector fails PreFilter).
     pub error: Option<String>,
+    /// When no node is feasible, kube-scheduler's FitError text (C.31):
+    /// `0/3 nodes are available: 1 Insufficient cpu, 1 node(s) were
+    /// unschedulable.`
+    pub summary: Option<String>,
 }

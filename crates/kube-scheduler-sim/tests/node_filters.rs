@@ -1017,6 +1017,12 @@ fn three_nodes_reject_a_4_cpu_pod_with_kube_schedulers_summary() {
             ("worker-2", Plugin::NodeResourcesFit)
         ]
     );
+    assert_eq!(
+        r.summary.as_deref(),
+        Some(
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: infra}, 1 node(s) were unschedulable."
+        )
+    );
     let mut state = ClusterState::new(&three_nodes(), &[], &[], true);
     let placement = state.place(&pod, &Options::default()).unwrap();
     assert_eq!(placement.node, None);

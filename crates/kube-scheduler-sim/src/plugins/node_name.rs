@@ -1,4 +1,4 @@
-//! NodeName (`pkg/scheduler/framework/plugins/nodename`): a pod whose
+//! NodeName (C.26, `pkg/scheduler/framework/plugins/nodename`): a pod whose
 //! `spec.nodeName` is set fits only the node of that name.
 
 /// kube-scheduler's reason (`ErrReason`).

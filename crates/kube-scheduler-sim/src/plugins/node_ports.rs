@@ -1,4 +1,4 @@
-//! NodePorts (`pkg/scheduler/framework/plugins/nodeports`): a node is
+//! NodePorts (C.28, `pkg/scheduler/framework/plugins/nodeports`): a node is
 //! rejected when a host port the pod asks for is already in use there.
 //!
 //! Ports are `schedutil.GetHostPorts`: every `hostPort > 0` of the regular

@@ -1,4 +1,4 @@
-//! NodeResourcesFit (`pkg/scheduler/framework/plugins/noderesources`),
+//! NodeResourcesFit (C.30, `pkg/scheduler/framework/plugins/noderesources`),
 //! Filter part (`fitsRequest`): the node must admit one more pod, and for
 //! every resource the pod requests (a positive amount) the node's
 //! allocatable minus what the pods already on it request must cover the

@@ -1,4 +1,4 @@
-//! TaintToleration (`pkg/scheduler/framework/plugins/tainttoleration`),
+//! TaintToleration (C.27, `pkg/scheduler/framework/plugins/tainttoleration`),
 //! Filter part: a node is rejected by the first of its `NoSchedule` /
 //! `NoExecute` taints that no toleration of the pod tolerates
 //! (`FindMatchingUntoleratedTaint` with `DoNotScheduleTaintsFilterFunc`).

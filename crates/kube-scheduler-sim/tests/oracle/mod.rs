@@ -349,6 +349,10 @@ pub fn evaluate(
                 Reason::NodeAffinityTermsConflict.failure(),
             );
         }
+        res.summary = Some(prefilter_summary(
+            nodes.len(),
+            "pod affinity terms conflict",
+        ));
         return res;
     }
     let spread = match &compiled.spread {
@@ -372,6 +376,7 @@ pub fn evaluate(
                 },
             );
         }
+        res.summary = Some(prefilter_summary(nodes.len(), msg));
         return res;
     }
     let own = pod_terms(&incoming);
@@ -491,6 +496,27 @@ pub fn evaluate(
         }
     }
     res.feasible.sort();
+    if res.feasible.is_empty() {
+        // FitError: every reason of every node counted, "<count> <reason>"
+        // sorted as strings.
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in res.unschedulable.values() {
+            for r in &f.reasons {
+                *counts.entry(r).or_default() += 1;
+            }
+        }
+        let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
+        parts.sort();
+        res.summary = Some(if nodes.is_empty() {
+            "no nodes available to schedule pods".to_owned()
+        } else {
+            format!(
+                "0/{} nodes are available: {}.",
+                nodes.len(),
+                parts.join(", ")
+            )
+        });
+    }
 
     // Scoring.
     let scored: Vec<&Node> = if opts.score_all_nodes {
@@ -1179,4 +1205,12 @@ fn requested_units(pod: &Pod) -> BTreeMap<String, i64> {
         out.insert(name, units);
     }
     out
+}
+
+fn prefilter_summary(nodes: usize, message: &str) -> String {
+    if nodes == 0 {
+        "no nodes available to schedule pods".to_owned()
+    } else {
+        format!("0/{nodes} nodes are available: {message}.")
+    }
 }
