@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::input::ByteSize;
+
 /// Every placement and admission policy, offline, over `kubectl get -o yaml`
 /// output.
 #[derive(Debug, Parser)]
@@ -22,8 +24,9 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Manifest file to read (YAML with one or many documents, JSON, or a
-    /// `kind: List`); `-` reads standard input. Repeatable. Without any, the
-    /// example cluster bundled in the binary is used.
+    /// `kind: List`); `-` reads standard input; a directory is read as its
+    /// `.yaml`, `.yml` and `.json` files in name order. Repeatable. Without
+    /// any, the example cluster bundled in the binary is used.
     #[arg(
         short = 'f',
         long = "filename",
@@ -33,6 +36,26 @@ pub struct GlobalArgs {
         value_name = "FILE"
     )]
     pub filenames: Vec<String>,
+
+    /// Also read the subdirectories of `-f` directories, as `kubectl -R`.
+    #[arg(
+        short = 'R',
+        long = "recursive",
+        global = true,
+        env = "POLICYCTL_RECURSIVE"
+    )]
+    pub recursive: bool,
+
+    /// Most bytes to read from all `-f` inputs together (`4GiB`, `512Mi`,
+    /// `100M` or a number of bytes); reading stops with an error past it.
+    #[arg(
+        long = "max-input-bytes",
+        global = true,
+        env = "POLICYCTL_MAX_INPUT_BYTES",
+        default_value = "4GiB",
+        value_name = "BYTES"
+    )]
+    pub max_input_bytes: ByteSize,
 
     /// Output format.
     #[arg(
@@ -50,15 +73,70 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "POLICYCTL_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Name of the node-agent ConfigMap among the input objects.
+    /// The node-agent ConfigMap among the input objects (or in a `--config`
+    /// file holding several): `NAME` in any namespace, or
+    /// `NAMESPACE/NAME`. Default `node-agent-config`, and Velero's defaults
+    /// when there is none; a ConfigMap named here must exist.
     #[arg(
         long = "config-map",
         global = true,
         env = "POLICYCTL_CONFIG_MAP",
-        default_value = "node-agent-config",
-        value_name = "NAME"
+        value_name = "[NAMESPACE/]NAME"
     )]
-    pub config_map: String,
+    pub config_map: Option<ConfigMapRef>,
+
+    /// Live mode: read the objects from a cluster instead (see
+    /// [`crate::live`]).
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
+}
+
+/// The default `--config-map` name (Velero's Helm chart and docs).
+pub const DEFAULT_CONFIG_MAP: &str = "node-agent-config";
+
+/// `--config-map`: a name, optionally with its namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigMapRef {
+    /// The namespace, when given.
+    pub namespace: Option<String>,
+    /// The name.
+    pub name: String,
+}
+
+impl ConfigMapRef {
+    /// Whether a ConfigMap `namespace/name` is the one meant.
+    pub fn matches(&self, namespace: &str, name: &str) -> bool {
+        self.name == name && self.namespace.as_deref().is_none_or(|ns| ns == namespace)
+    }
+}
+
+impl std::fmt::Display for ConfigMapRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{namespace}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+impl std::str::FromStr for ConfigMapRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (namespace, name) = match text.split_once('/') {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, text),
+        };
+        if name.is_empty() || name.contains('/') || namespace.is_some_and(str::is_empty) {
+            return Err(format!(
+                "expected NAME or NAMESPACE/NAME (for example velero/node-agent-config), got {text:?}"
+            ));
+        }
+        Ok(Self {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        })
+    }
 }
 
 /// Output formats of `-o`.

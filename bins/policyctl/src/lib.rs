@@ -6,26 +6,38 @@
 //! inputs and renders their decisions. policyctl implements no policy itself.
 //!
 //! Exit codes: 0 success; 1 invalid input or a policy error; 2 usage error
-//! (clap reports those before [`run`] is called).
+//! (clap reports most of those before [`run`] is called; [`run`] reports the
+//! combinations clap cannot express, such as `hosts` in live mode).
+//!
+//! Input comes from `-f` files, the bundled example cluster, or in live
+//! mode (`--kubeconfig`, `--context`, `--live`) from a cluster, read-only
+//! ([`live`]).
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod bundled;
 mod cli;
 pub mod commands;
+pub mod input;
+pub mod live;
 pub mod manifest;
 pub mod output;
 
 use std::io::{Read, Write};
 
 pub use cli::{
-    AffinityArgs, Cli, Command, ConfigAction, DiagnoseArgs, GlobalArgs, HostLabelsAction,
-    HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs, ScheduleArgs,
-    SootheArgs, SootheMode,
+    AffinityArgs, Cli, Command, ConfigAction, ConfigMapRef, DiagnoseArgs, GlobalArgs,
+    HostLabelsAction, HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs,
+    ScheduleArgs, SootheArgs, SootheMode,
 };
 pub use commands::CommandError;
 
-use manifest::{Inventory, Source};
+use manifest::Inventory;
+
+/// Stack size of the thread `main` runs [`run`] on: enough for input nested
+/// as deep as the reader allows ([`manifest::text::MAX_DEPTH`]) in a debug
+/// build, whatever the platform's default for the main thread.
+pub const STACK_BYTES: usize = 64 << 20;
 
 /// The process exit status of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +73,13 @@ impl From<Exit> for std::process::ExitCode {
 pub fn run(cli: Cli, stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Exit {
     match try_run(&cli, stdin, stdout, stderr) {
         Ok(exit) => exit,
+        Err(CommandError::Usage(message)) => {
+            let _ = writeln!(
+                stderr,
+                "error: {message}\n\nFor more information, try '--help'."
+            );
+            Exit::Usage
+        }
         Err(error) => {
             // If standard error is gone there is nowhere left to report to.
             let _ = writeln!(stderr, "error: {error}");
@@ -85,7 +104,12 @@ fn try_run(
         output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
         return Ok(Exit::Success);
     }
-    let inventory = load_input(&cli.global, stdin, stderr)?;
+    let inventory = if live::requested(&cli.global) {
+        live::load(&cli.global, &cli.command, stderr)?
+    } else {
+        live::check_file_mode(&cli.global)?;
+        load_input(&cli.global, stdin, stderr)?
+    };
     let result = commands::execute(&cli.command, &cli.global, &inventory, stderr)?;
     output::write(cli.global.output, &result.output, stdout).map_err(CommandError::Output)?;
     Ok(result.exit)
@@ -105,45 +129,18 @@ pub fn load_input(
         );
         bundled::example_sources()
     } else {
-        read_files(&global.filenames, stdin)?
+        input::read_all(
+            &global.filenames,
+            input::ReadOptions {
+                recursive: global.recursive,
+                max_input_bytes: global.max_input_bytes.0,
+            },
+            stdin,
+        )?
     };
     let inventory = manifest::read_sources(&sources)?;
     for note in inventory.ignored_notes() {
         let _ = writeln!(stderr, "{note}");
     }
     Ok(inventory)
-}
-
-fn read_files(names: &[String], stdin: &mut dyn Read) -> Result<Vec<Source>, CommandError> {
-    let mut stdin_used = false;
-    let mut sources = Vec::with_capacity(names.len());
-    for name in names {
-        let text = if name == "-" {
-            if stdin_used {
-                return Err(CommandError::Input(
-                    "`-f -` is given more than once; standard input can be read only once"
-                        .to_owned(),
-                ));
-            }
-            stdin_used = true;
-            let mut text = String::new();
-            stdin
-                .read_to_string(&mut text)
-                .map_err(|error| manifest::ManifestError::Read {
-                    file: name.clone(),
-                    message: error.to_string(),
-                })?;
-            text
-        } else {
-            std::fs::read_to_string(name).map_err(|error| manifest::ManifestError::Read {
-                file: name.clone(),
-                message: error.to_string(),
-            })?
-        };
-        sources.push(Source {
-            name: name.clone(),
-            text,
-        });
-    }
-    Ok(sources)
 }

@@ -360,6 +360,27 @@ fn report_includes_the_module_audit_when_cluster_api_objects_are_present() {
         document["clusterModules"]["clusters/prod-east"]["audit"]["prod-east-md-0"]["violations"],
         1
     );
+    // Cluster API objects without their VSphereCluster: one line says so.
+    let without_vsphere_cluster: Vec<String> = ["control-plane.yaml", "workers.yaml"]
+        .into_iter()
+        .flat_map(|name| ["-f".to_owned(), management(name)])
+        .collect();
+    let run = common::ok(&args(&without_vsphere_cluster, &["report"]));
+    assert!(
+        run.stdout.contains("8 Machine(s) and 3 KubeadmControlPlane/MachineDeployment group(s), but no VSphereCluster"),
+        "{}",
+        run.stdout
+    );
+    let document = json(&common::ok(&args(
+        &without_vsphere_cluster,
+        &["report", "-o", "json"],
+    )));
+    assert!(
+        document["clusterModules"]["note"]
+            .as_str()
+            .is_some_and(|note| note.contains("no VSphereCluster")),
+        "{document}"
+    );
     // Without Cluster API objects there is no such section.
     let document = json(&common::ok(&["report", "-o", "json"]));
     assert!(document.get("clusterModules").is_none());

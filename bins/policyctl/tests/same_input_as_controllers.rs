@@ -26,8 +26,19 @@ fn policyctl_readings(objects: &[Value]) -> [Inventory; 2] {
         .map(|object| format!("---\n{}", serde_saphyr::to_string(object).unwrap()))
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    // A stream without any document is refused (what a failed `kubectl get
+    // > FILE` leaves); the List of no items is an answer.
+    let from_yaml = if objects.is_empty() {
+        assert!(matches!(
+            read_str("objects.yaml", &yaml),
+            Err(policyctl::manifest::ManifestError::Empty { .. })
+        ));
+        Inventory::default()
+    } else {
+        read_str("objects.yaml", &yaml).unwrap()
+    };
     [
-        read_str("objects.yaml", &yaml).unwrap(),
+        from_yaml,
         read_str("objects.json", &list.to_string()).unwrap(),
     ]
 }

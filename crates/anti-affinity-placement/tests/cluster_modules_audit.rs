@@ -66,6 +66,38 @@ fn stacked_after_a_scale_down_is_fixable_and_moves_spread_it() {
 }
 
 #[test]
+fn the_plan_evens_the_group_out_which_can_take_more_moves_than_fixable_violations() {
+    // Five workers, three hosts: four on esx1, one on esx2, none on esx3.
+    // Only one violation is fixable (filling esx3; five members on three
+    // hosts keep two violations), but the rebalance planner evens the group
+    // out to 2/2/1, which takes two moves.
+    let g = md("workers");
+    let members = [
+        member(&g, "w-1", Some("esx1")),
+        member(&g, "w-2", Some("esx1")),
+        member(&g, "w-3", Some("esx1")),
+        member(&g, "w-4", Some("esx1")),
+        member(&g, "w-5", Some("esx2")),
+    ];
+    let pool = pool(&[("esx1", false), ("esx2", false), ("esx3", false)]);
+    let audits = audit_groups(&members, [], &pool);
+    let audit = &audits[&g];
+    assert_eq!(
+        (audit.violations, audit.forced, audit.fixable()),
+        (3, false, 1)
+    );
+    let plan = plan_moves(&members, &audits, &pool);
+    assert_eq!(plan.moves.len(), 2, "{:?}", plan.moves);
+    assert!(
+        plan.moves.iter().all(|m| m.from == "esx1"),
+        "{:?}",
+        plan.moves
+    );
+    let targets: BTreeSet<&str> = plan.moves.iter().map(|m| m.to.as_str()).collect();
+    assert_eq!(targets, BTreeSet::from(["esx2", "esx3"]));
+}
+
+#[test]
 fn more_members_than_hosts_is_forced_and_plans_nothing() {
     let g = md("workers");
     let members = [

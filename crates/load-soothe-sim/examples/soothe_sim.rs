@@ -4,16 +4,20 @@
 //!
 //! Wall-clock time per run goes to stderr (the table itself is deterministic).
 
-use load_soothe::Mode;
-use load_soothe_sim::{run, standard_scenarios, table};
+use load_soothe_sim::{RUNS, run_with, standard_scenarios, table};
 
 fn main() {
     let mut reports = Vec::new();
     for scenario in standard_scenarios() {
-        for mode in [Mode::Velero, Mode::Optimistic, Mode::Exact] {
+        for (mode, style) in RUNS {
             let started = std::time::Instant::now();
-            reports.push(run(&scenario, mode));
-            eprintln!("{} {mode:?}: {:.1?}", scenario.name, started.elapsed());
+            reports.push(run_with(&scenario, mode, style));
+            eprintln!(
+                "{} {mode:?} {}: {:.1?}",
+                scenario.name,
+                style.label(),
+                started.elapsed()
+            );
         }
     }
     print!("{}", table(&reports));

@@ -3,7 +3,12 @@
 //! loads of the four kinds, preparation and transfer times, a per-node
 //! data-path cap (L3.6), and the gate in one of the three [`Mode`]s.
 //!
-//! The simulation drives `load-soothe`'s real cache, gate and ledger
+//! Each node's gate decides in one of two [`GateStyle`]s: per load, as
+//! Velero's node-agent reconcilers do (`decide`), or in passes over its whole
+//! queue, as the `load-soothe-controller` does (`plan_pass`, the same
+//! function `policyctl soothe` shows).
+//!
+//! The simulation drives `load-soothe`'s real cache, gate, pass and ledger
 //! functions; only the API server and the clock are modelled. Randomness
 //! comes from the workspace's [`SplitMix64`] seeded by the scenario, so a
 //! scenario always gives the same report.
@@ -49,10 +54,37 @@ use jiff::Timestamp;
 use load_soothe::CountCache;
 use load_soothe::RecountPolicy;
 use load_soothe::{Decision, WAKE_SPREAD, decide, wake_delay, wake_list};
+use load_soothe::{ExactInput, HOLD_REQUEUE_AFTER, plan_pass};
 use load_soothe::{ExactView, Ledger, LedgerSnapshot, LedgerWrite, plan_admissions};
 use load_soothe::{GateConfig, Mode};
 use load_soothe::{Load, LoadId, LoadKind, Phase};
 use testkit::SplitMix64;
+
+/// How each node's gate decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum GateStyle {
+    /// Velero's node-agent: one reconcile per load ([`decide`]), requeued
+    /// every 5 s while held, one worker per kind.
+    PerLoad,
+    /// The `load-soothe-controller`: one [`plan_pass`] over the node's whole
+    /// queue whenever its view changed (changes arriving while a pass or its
+    /// writes are under way make one pass after them), and again 5 s after a
+    /// pass that held loads. One worker per node; the pass's writes are
+    /// awaited before the next pass, and each successful accept goes into the
+    /// node's view at once (the patch response). A conflicting accept reads
+    /// the load again (one GET).
+    Pass,
+}
+
+impl GateStyle {
+    /// The label in the report table.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateStyle::PerLoad => "per load",
+            GateStyle::Pass => "pass",
+        }
+    }
+}
 
 /// When loads arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,12 +155,17 @@ impl Scenario {
     }
 }
 
-/// The scenarios of docs/performance.md: N = 1, 10, 100 nodes with steady
+/// Gate counts of the standard scenarios: one node; two (the exact-mode
+/// controller's 2-replica Deployment); 10 and 100 (node-agents, or the
+/// optimistic controller's DaemonSet).
+pub const STANDARD_NODES: [u32; 4] = [1, 2, 10, 100];
+
+/// The scenarios of docs/performance.md: [`STANDARD_NODES`] with steady
 /// arrivals (200 loads, one every 0.5 s) and a burst of 1,000 loads;
 /// `prepareQueueLength` 20.
 pub fn standard_scenarios() -> Vec<Scenario> {
     let mut out = Vec::new();
-    for nodes in [1, 10, 100] {
+    for nodes in STANDARD_NODES {
         out.push(Scenario::new(
             &format!("steady {nodes}n"),
             nodes,
@@ -137,7 +174,7 @@ pub fn standard_scenarios() -> Vec<Scenario> {
             Arrival::Steady { every_ms: 500 },
         ));
     }
-    for nodes in [1, 10, 100] {
+    for nodes in STANDARD_NODES {
         out.push(Scenario::new(
             &format!("burst {nodes}n"),
             nodes,
@@ -156,6 +193,8 @@ pub struct Report {
     pub scenario: String,
     /// Mode.
     pub mode: Mode,
+    /// How the gates decide.
+    pub style: GateStyle,
     /// Nodes.
     pub nodes: u32,
     /// Loads created.
@@ -226,14 +265,15 @@ fn secs(ms: u64) -> String {
 /// The reports as a Markdown table.
 pub fn table(reports: &[Report]) -> String {
     let mut s = String::new();
-    s.push_str("| scenario | mode | nodes | loads | limit | peak | overshoot | writes/admitted | conflicts | reads/admitted | evaluations/admitted | mean wait s | max wait s | makespan s |\n");
-    s.push_str("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str("| scenario | mode | gate | nodes | loads | limit | peak | overshoot | writes/admitted | conflicts | reads/admitted | evaluations/admitted | mean wait s | max wait s | makespan s |\n");
+    s.push_str("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for r in reports {
         let _ = writeln!(
             s,
-            "| {} | {:?} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:?} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.scenario,
             r.mode,
+            r.style.label(),
             r.nodes,
             r.loads,
             r.limit,
@@ -251,12 +291,23 @@ pub fn table(reports: &[Report]) -> String {
     s
 }
 
-/// Runs every scenario in every mode (Velero, Optimistic, Exact).
+/// The runs of a scenario in the report: every mode decided per load
+/// (Velero's node-agent, with the gate's modes), then the controller's
+/// passes in its two modes.
+pub const RUNS: [(Mode, GateStyle); 5] = [
+    (Mode::Velero, GateStyle::PerLoad),
+    (Mode::Optimistic, GateStyle::PerLoad),
+    (Mode::Exact, GateStyle::PerLoad),
+    (Mode::Optimistic, GateStyle::Pass),
+    (Mode::Exact, GateStyle::Pass),
+];
+
+/// Runs every scenario in every combination of [`RUNS`].
 pub fn run_all(scenarios: &[Scenario]) -> Vec<Report> {
     let mut out = Vec::new();
     for s in scenarios {
-        for mode in [Mode::Velero, Mode::Optimistic, Mode::Exact] {
-            out.push(run(s, mode));
+        for (mode, style) in RUNS {
+            out.push(run_with(s, mode, style));
         }
     }
     out
@@ -281,6 +332,16 @@ enum Ev {
     Accept {
         idx: usize,
         rv: String,
+        /// Pass style: the node awaiting the response.
+        reply_to: Option<usize>,
+    },
+    AcceptReply {
+        node: usize,
+        /// The load as the response (or, after a conflict, the GET) shows it.
+        load: Load,
+    },
+    Pass {
+        node: usize,
     },
     LedgerCas {
         node: usize,
@@ -322,11 +383,23 @@ struct NodeState {
     ledger_rv: u64,
     last_delivery: u64,
     pending: BTreeMap<usize, u64>,
+    /// Pass style: when the next pass is due.
+    pass_at: Option<u64>,
+    /// Pass style: the worker is evaluating or awaiting writes until then.
+    pass_busy_until: u64,
+    /// Pass style: accepts waiting for the pass's ledger write.
+    pass_accepts: Vec<LoadId>,
+    /// Pass style: responses the executor still awaits; no pass runs
+    /// before they are in.
+    awaiting: u32,
+    /// Pass style: a pass came due while responses were awaited.
+    pass_deferred: bool,
 }
 
 struct Sim<'a> {
     s: &'a Scenario,
     mode: Mode,
+    style: GateStyle,
     config: GateConfig,
     rng: SplitMix64,
     queue: BTreeMap<(u64, u64), Ev>,
@@ -362,15 +435,24 @@ const NO_LOAD: usize = usize::MAX;
 /// Simulated time limit: a run stops after 7 simulated days.
 const TIME_CAP_MS: u64 = 7 * 24 * 3600 * 1000;
 
-/// Runs one scenario in one mode.
+/// `idx` of the ledger write of a pass (pass style).
+const PASS: usize = usize::MAX - 1;
+
+/// Runs one scenario in one mode, deciding per load as Velero's node-agent
+/// does.
 pub fn run(s: &Scenario, mode: Mode) -> Report {
-    let mut sim = Sim::new(s, mode);
+    run_with(s, mode, GateStyle::PerLoad)
+}
+
+/// Runs one scenario in one mode with gates deciding in `style`.
+pub fn run_with(s: &Scenario, mode: Mode, style: GateStyle) -> Report {
+    let mut sim = Sim::new(s, mode, style);
     sim.run();
     sim.finish()
 }
 
 impl<'a> Sim<'a> {
-    fn new(s: &'a Scenario, mode: Mode) -> Self {
+    fn new(s: &'a Scenario, mode: Mode, style: GateStyle) -> Self {
         let nodes = s.nodes.max(1) as usize;
         let mut rng = SplitMix64::new(s.seed);
         let kinds = LoadKind::ALL;
@@ -413,12 +495,18 @@ impl<'a> Sim<'a> {
                 ledger_rv: 0,
                 last_delivery: 0,
                 pending: BTreeMap::new(),
+                pass_at: None,
+                pass_busy_until: 0,
+                pass_accepts: Vec::new(),
+                awaiting: 0,
+                pass_deferred: false,
             })
             .collect();
         let config = GateConfig::new(i64::try_from(s.limit).ok(), mode);
         Sim {
             s,
             mode,
+            style,
             config,
             rng,
             queue: BTreeMap::new(),
@@ -434,6 +522,7 @@ impl<'a> Sim<'a> {
             report: Report {
                 scenario: s.name.clone(),
                 mode,
+                style,
                 nodes: s.nodes,
                 loads: s.loads,
                 limit: s.limit,
@@ -592,6 +681,10 @@ impl<'a> Sim<'a> {
                 let idx = Self::idx_of(&load.id);
                 let queued = load.is_queued_here();
                 let applied = self.nodes[node].cache.apply(load);
+                if self.style == GateStyle::Pass {
+                    self.request_pass(node, self.now);
+                    return;
+                }
                 if queued {
                     self.schedule_reconcile(node, idx, self.now);
                 }
@@ -601,7 +694,11 @@ impl<'a> Sim<'a> {
             }
             Ev::DeliverLedger { node, rv, ledger } => {
                 self.observe_ledger(node, rv, ledger);
-                self.wake(node);
+                if self.style == GateStyle::Pass {
+                    self.request_pass(node, self.now);
+                } else {
+                    self.wake(node);
+                }
             }
             Ev::Reconcile { node, idx } => {
                 if self.nodes[node].pending.get(&idx) != Some(&self.now) {
@@ -618,9 +715,41 @@ impl<'a> Sim<'a> {
                 self.nodes[node].busy_until[worker] = self.now + self.s.eval_ms;
                 self.reconcile(node, idx);
             }
-            Ev::Accept { idx, rv } => {
+            Ev::Pass { node } => {
+                if self.nodes[node].pass_at != Some(self.now) {
+                    return;
+                }
+                let busy = self.nodes[node].pass_busy_until;
+                if busy > self.now {
+                    self.nodes[node].pass_at = Some(busy);
+                    self.push(busy, Ev::Pass { node });
+                    return;
+                }
+                self.nodes[node].pass_at = None;
+                if self.nodes[node].awaiting > 0 {
+                    self.nodes[node].pass_deferred = true;
+                    return;
+                }
+                self.pass(node);
+            }
+            Ev::AcceptReply { node, load } => {
+                // Like the controller's index, never go back to an older
+                // version than the watch already delivered.
+                let rv = |l: &Load| {
+                    l.resource_version
+                        .as_deref()
+                        .and_then(|v| v.parse::<u64>().ok())
+                };
+                let cache = &mut self.nodes[node].cache;
+                if cache.get(&load.id).and_then(rv) < rv(&load) {
+                    cache.apply(load);
+                }
+                self.response_in(node);
+            }
+            Ev::Accept { idx, rv, reply_to } => {
                 let l = &self.loads[idx];
-                if l.phase == Phase::New && l.rv.to_string() == rv {
+                let accepted = l.phase == Phase::New && l.rv.to_string() == rv;
+                if accepted {
                     if self.mode == Mode::Exact
                         && !self
                             .ledger
@@ -640,6 +769,15 @@ impl<'a> Sim<'a> {
                     self.push(self.now + prep, Ev::PrepDone(idx));
                 } else {
                     self.report.conflicts += 1;
+                }
+                if let Some(node) = reply_to {
+                    if !accepted {
+                        // The controller reads the load again after a 409.
+                        self.report.api_reads += 1;
+                    }
+                    let load = self.load_view(idx, node);
+                    let at = self.now + self.s.api_latency_ms;
+                    self.push(at, Ev::AcceptReply { node, load });
                 }
             }
             Ev::LedgerCas { node, idx, write } => {
@@ -684,6 +822,12 @@ impl<'a> Sim<'a> {
                 ledger,
             } => {
                 self.observe_ledger(node, rv, ledger.clone());
+                if idx == PASS {
+                    let accepts = std::mem::take(&mut self.nodes[node].pass_accepts);
+                    self.send_pass_accepts(node, &accepts);
+                    self.response_in(node);
+                    return;
+                }
                 // Accept the load decided on, and wake the other admitted
                 // loads this node handles.
                 if idx != NO_LOAD {
@@ -715,7 +859,11 @@ impl<'a> Sim<'a> {
                 ledger,
             } => {
                 self.observe_ledger(node, rv, ledger);
-                if idx == NO_LOAD {
+                if idx == PASS {
+                    self.nodes[node].pass_accepts.clear();
+                    self.response_in(node);
+                    self.request_pass(node, self.now);
+                } else if idx == NO_LOAD {
                     self.take_freed_slots(node);
                 } else {
                     self.schedule_reconcile(node, idx, self.now);
@@ -749,7 +897,7 @@ impl<'a> Sim<'a> {
         let node = self.loads[idx].exec_node;
         self.running[node] += 1;
         self.set_in_prep(idx, Phase::InProgress, false);
-        if self.mode == Mode::Exact {
+        if self.mode == Mode::Exact && self.style == GateStyle::PerLoad {
             // The node writing InProgress applies its own update at once and
             // takes the freed slot.
             let own = self.load_view(idx, node);
@@ -794,6 +942,11 @@ impl<'a> Sim<'a> {
     }
 
     fn occupy(&mut self, node: usize, idx: usize, until: u64) {
+        if idx == PASS {
+            let b = &mut self.nodes[node].pass_busy_until;
+            *b = (*b).max(until);
+            return;
+        }
         if idx == NO_LOAD {
             return;
         }
@@ -808,7 +961,95 @@ impl<'a> Sim<'a> {
         let rv = load.resource_version.clone().unwrap_or_default();
         self.report.api_writes += 1;
         self.occupy(node, idx, self.now + 2 * self.s.api_latency_ms);
-        self.push(self.now + self.s.api_latency_ms, Ev::Accept { idx, rv });
+        self.push(
+            self.now + self.s.api_latency_ms,
+            Ev::Accept {
+                idx,
+                rv,
+                reply_to: None,
+            },
+        );
+    }
+
+    /// Pass style: one awaited response arrived; a pass deferred for the
+    /// responses runs once the last is in.
+    fn response_in(&mut self, node: usize) {
+        let n = &mut self.nodes[node];
+        n.awaiting = n.awaiting.saturating_sub(1);
+        if n.awaiting == 0 && std::mem::take(&mut n.pass_deferred) {
+            self.request_pass(node, self.now);
+        }
+    }
+
+    /// Pass style: a pass at `at` or earlier (changes coalesce into one).
+    fn request_pass(&mut self, node: usize, at: u64) {
+        let n = &mut self.nodes[node];
+        if n.pass_at.is_some_and(|t| t <= at) {
+            return;
+        }
+        let at = at.max(n.pass_busy_until);
+        n.pass_at = Some(at);
+        self.push(at, Ev::Pass { node });
+    }
+
+    /// Pass style: one `plan_pass` over the node's view, carried out as the
+    /// controller's executor does.
+    fn pass(&mut self, node: usize) {
+        self.report.reconciles += 1;
+        self.occupy(node, PASS, self.now + self.s.eval_ms);
+        let now = ts(self.now);
+        let n = &self.nodes[node];
+        let exact = ExactInput::Read(ExactView {
+            ledger: &n.ledger,
+            node: &n.name,
+        });
+        let plan = plan_pass(&self.config, &n.cache, Some(exact), now);
+        if !plan.holds.is_empty() {
+            let after = u64::try_from(HOLD_REQUEUE_AFTER.as_millis()).unwrap_or(u64::MAX);
+            self.request_pass(node, self.now + after);
+        }
+        match plan.ledger_write {
+            Some(write) => {
+                self.report.api_writes += 1;
+                self.nodes[node].awaiting += 1;
+                self.nodes[node].pass_accepts = plan.accepts;
+                self.occupy(node, PASS, self.now + 2 * self.s.api_latency_ms);
+                self.push(
+                    self.now + self.s.api_latency_ms,
+                    Ev::LedgerCas {
+                        node,
+                        idx: PASS,
+                        write,
+                    },
+                );
+            }
+            None => self.send_pass_accepts(node, &plan.accepts),
+        }
+    }
+
+    /// Pass style: the accepts of a pass, sent together and awaited.
+    fn send_pass_accepts(&mut self, node: usize, accepts: &[LoadId]) {
+        for id in accepts {
+            let idx = Self::idx_of(id);
+            let Some(load) = self.nodes[node].cache.get(id) else {
+                continue;
+            };
+            if idx >= self.loads.len() {
+                continue;
+            }
+            let rv = load.resource_version.clone().unwrap_or_default();
+            self.report.api_writes += 1;
+            self.nodes[node].awaiting += 1;
+            self.occupy(node, PASS, self.now + 2 * self.s.api_latency_ms);
+            self.push(
+                self.now + self.s.api_latency_ms,
+                Ev::Accept {
+                    idx,
+                    rv,
+                    reply_to: Some(node),
+                },
+            );
+        }
     }
 
     fn reconcile(&mut self, node: usize, idx: usize) {

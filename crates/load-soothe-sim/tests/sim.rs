@@ -3,7 +3,7 @@
 //! load completed, and a deterministic table.
 
 use load_soothe::{LoadKind, Mode};
-use load_soothe_sim::{Arrival, Scenario, run, run_all, table};
+use load_soothe_sim::{Arrival, GateStyle, Scenario, run, run_all, run_with, table};
 
 fn small_scenarios() -> Vec<Scenario> {
     let mut v = Vec::new();
@@ -70,6 +70,53 @@ fn exact_never_overshoots_and_optimistic_stays_within_nodes_times_kinds() {
                 }
                 Mode::Velero => {}
             }
+        }
+    }
+}
+
+#[test]
+fn passes_never_overshoot_in_exact_mode_and_stay_within_nodes_in_optimistic_mode() {
+    for s in small_scenarios() {
+        for mode in [Mode::Optimistic, Mode::Exact] {
+            let r = run_with(&s, mode, GateStyle::Pass);
+            let what = format!("{} {mode:?} pass: {r:?}", s.name);
+            assert_eq!(r.style, GateStyle::Pass);
+            assert_eq!(r.completed, u64::from(s.loads), "{what}");
+            assert_eq!(r.admitted, u64::from(s.loads), "{what}");
+            match mode {
+                Mode::Exact => {
+                    assert_eq!(r.overshoot, 0, "{what}");
+                    assert_eq!(r.accepted_outside_ledger, 0, "{what}");
+                    assert_eq!(r.peak_in_preparation, s.limit, "{what}");
+                }
+                _ => {
+                    // A pass counts every accept it sent (the patch
+                    // response), so one gate never overshoots and N gates
+                    // at most by what the others admitted unseen.
+                    let bound = u64::from(s.nodes - 1) * s.limit;
+                    assert!(r.overshoot <= bound, "{what}");
+                    if s.nodes == 1 {
+                        assert_eq!(r.overshoot, 0, "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn one_pass_decides_many_loads_so_passes_are_fewer_than_per_load_evaluations() {
+    for s in small_scenarios().iter().filter(|s| s.nodes == 1) {
+        for mode in [Mode::Optimistic, Mode::Exact] {
+            let per_load = run(s, mode);
+            let pass = run_with(s, mode, GateStyle::Pass);
+            assert!(
+                pass.reconciles * 2 < per_load.reconciles,
+                "{} {mode:?}: {} passes vs {} evaluations",
+                s.name,
+                pass.reconciles,
+                per_load.reconciles
+            );
         }
     }
 }

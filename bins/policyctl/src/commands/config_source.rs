@@ -7,7 +7,7 @@ use std::io::Write;
 use affinity_translate::{LoadError, Loaded, NodeAgentConfig, load_config_map, load_json};
 use serde_json::Value;
 
-use crate::cli::GlobalArgs;
+use crate::cli::{ConfigMapRef, DEFAULT_CONFIG_MAP, GlobalArgs};
 use crate::commands::CommandError;
 use crate::manifest::{Inventory, parse_documents, read_str};
 
@@ -46,19 +46,26 @@ pub fn resolve(
         let text = std::fs::read_to_string(path).map_err(|error| {
             CommandError::Input(format!("--config {name}: cannot read the file: {error}"))
         })?;
-        return from_file(&name, &text);
+        return from_file(&name, &text, global.config_map.as_ref());
     }
+    let wanted = global.config_map.clone().unwrap_or_else(|| ConfigMapRef {
+        namespace: None,
+        name: DEFAULT_CONFIG_MAP.to_owned(),
+    });
     let matches: Vec<_> = inventory
         .config_maps
         .iter()
-        .filter(|(key, _)| key.name == global.config_map)
+        .filter(|(key, _)| wanted.matches(&key.namespace, &key.name))
         .collect();
     match matches.as_slice() {
+        [] if global.config_map.is_some() => Err(CommandError::Input(format!(
+            "--config-map {wanted}: no such ConfigMap in the input ({}); add it with -f, or give the configuration with --config FILE",
+            config_map_names(inventory)
+        ))),
         [] => {
             let _ = writeln!(
                 stderr,
-                "note: no ConfigMap named {} in the input and no --config: using Velero's default node-agent configuration",
-                global.config_map
+                "note: no ConfigMap named {wanted} in the input and no --config: using Velero's default node-agent configuration"
             );
             Ok(ConfigInput {
                 origin: "Velero's defaults".to_owned(),
@@ -73,37 +80,99 @@ pub fn resolve(
             loaded: load_config_map(&located.object),
         }),
         several => Err(CommandError::Input(format!(
-            "ConfigMap {} is in several namespaces ({}); choose one with --config FILE",
-            global.config_map,
+            "ConfigMap {} is in several namespaces ({}); choose one with --config-map NAMESPACE/{}",
+            wanted.name,
             several
                 .iter()
                 .map(|(key, _)| key.namespace.as_str())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            wanted.name
         ))),
     }
 }
 
-/// A `--config` file: a single ConfigMap manifest (YAML or JSON), or the
-/// configuration JSON itself.
-pub fn from_file(name: &str, text: &str) -> Result<ConfigInput, CommandError> {
-    if let Ok(documents) = parse_documents(name, text) {
-        let objects: Vec<&Value> = documents.iter().filter(|d| !d.is_null()).collect();
-        if let [document] = objects.as_slice()
-            && document.get("kind").and_then(Value::as_str) == Some("ConfigMap")
-            && document.get("apiVersion").and_then(Value::as_str) == Some("v1")
-        {
-            let inventory = read_str(name, text)?;
-            if let Some((key, located)) = inventory.config_maps.iter().next() {
-                return Ok(ConfigInput {
-                    origin: format!("--config {name} (ConfigMap {key})"),
-                    loaded: load_config_map(&located.object),
-                });
+/// The ConfigMaps of an inventory, for messages.
+fn config_map_names(inventory: &Inventory) -> String {
+    if inventory.config_maps.is_empty() {
+        return "it has no ConfigMap".to_owned();
+    }
+    format!(
+        "ConfigMaps read: {}",
+        inventory
+            .config_maps
+            .keys()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A `--config` file: Kubernetes manifests (a ConfigMap, or a `kind: List`
+/// or several documents holding ConfigMaps, of which the one `--config-map`
+/// names is used, or the only one), or the configuration JSON itself.
+pub fn from_file(
+    name: &str,
+    text: &str,
+    wanted: Option<&ConfigMapRef>,
+) -> Result<ConfigInput, CommandError> {
+    let is_manifest = parse_documents(name, text).is_ok_and(|documents| {
+        documents.iter().any(|document| {
+            document
+                .value
+                .get("apiVersion")
+                .is_some_and(Value::is_string)
+                && document.value.get("kind").is_some_and(Value::is_string)
+        })
+    });
+    if !is_manifest {
+        return Ok(ConfigInput {
+            origin: format!("--config {name}"),
+            loaded: load_json(text),
+        });
+    }
+    let inventory = read_str(name, text)?;
+    let candidates: Vec<_> = inventory
+        .config_maps
+        .iter()
+        .filter(|(key, _)| wanted.is_none_or(|wanted| wanted.matches(&key.namespace, &key.name)))
+        .collect();
+    let chosen = match candidates.as_slice() {
+        [only] => *only,
+        [] => {
+            return Err(CommandError::Input(format!(
+                "--config {name}: {}; {}",
+                match wanted {
+                    Some(wanted) => format!("no ConfigMap {wanted} in the file"),
+                    None => "the file holds Kubernetes objects but no ConfigMap".to_owned(),
+                },
+                config_map_names(&inventory)
+            )));
+        }
+        several => {
+            // Several ConfigMaps: the default name decides, else ask.
+            let default: Vec<_> = several
+                .iter()
+                .filter(|(key, _)| wanted.is_none() && key.name == DEFAULT_CONFIG_MAP)
+                .collect();
+            match default.as_slice() {
+                [only] => **only,
+                _ => {
+                    return Err(CommandError::Input(format!(
+                        "--config {name}: the file holds several ConfigMaps ({}); choose one with --config-map [NAMESPACE/]NAME",
+                        several
+                            .iter()
+                            .map(|(key, _)| key.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
             }
         }
-    }
+    };
+    let (key, located) = chosen;
     Ok(ConfigInput {
-        origin: format!("--config {name}"),
-        loaded: load_json(text),
+        origin: format!("--config {name} (ConfigMap {key})"),
+        loaded: load_config_map(&located.object),
     })
 }

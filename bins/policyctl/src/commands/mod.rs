@@ -54,6 +54,10 @@ pub enum CommandError {
     /// Another problem with the input, described for the user.
     #[error("{0}")]
     Input(String),
+    /// A combination of options that cannot work (exit 2, as clap's usage
+    /// errors).
+    #[error("{0}")]
+    Usage(String),
     /// Writing the output failed.
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),

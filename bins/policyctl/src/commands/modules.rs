@@ -14,7 +14,7 @@ use anti_affinity_placement::cluster_modules::{
 };
 use kube_adapters::capi::{ClusterApiObjects, VSphereCluster};
 use kube_adapters::meta::namespace_or_default;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cli::ObjectRef;
 use crate::commands::CommandError;
@@ -346,10 +346,28 @@ pub fn table_text(view: &ClusterView) -> String {
     text
 }
 
-/// The report section: every VSphereCluster of the input.
+/// The report section: every VSphereCluster of the input. With
+/// KubeadmControlPlanes or MachineDeployments (the groups modules are made
+/// for) but no VSphereCluster, one line says why there is nothing to audit;
+/// without them (Machines alone only map Nodes to hosts), no section.
 pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
     if inventory.cluster_api.vsphere_clusters.is_empty() {
-        return None;
+        let capi = &inventory.cluster_api;
+        let groups = capi.kubeadm_control_planes.len() + capi.machine_deployments.len();
+        if groups == 0 {
+            return None;
+        }
+        let note = format!(
+            "{} Machine(s) and {groups} KubeadmControlPlane/MachineDeployment group(s), but no VSphereCluster (infrastructure.cluster.x-k8s.io): cluster modules belong to a VSphereCluster, so there are none to reconcile or audit; add the management cluster's VSphereClusters to the input",
+            inventory.machines.len()
+        );
+        return Some((
+            section(
+                "Cluster modules (CAPV) and their host audit",
+                &format!("note: {note}\n"),
+            ),
+            json!({ "note": note }),
+        ));
     }
     let views = views(inventory, None).ok()?;
     let mut text = String::new();

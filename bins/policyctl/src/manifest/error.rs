@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::text::Position;
+
 /// Where an object or a problem is: the file, the 1-based document number in
 /// that file, the item of a `kind: List`, and the object once known.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,15 +40,50 @@ pub enum ManifestError {
         /// The operating system's message.
         message: String,
     },
-    /// The text is not YAML (or not JSON, for input that starts like JSON).
-    #[error("{file}: not valid {format}: {message}")]
+    /// The text is not YAML (or not JSON, for input that starts like JSON),
+    /// or is refused as too deep or an alias bomb.
+    #[error("{file}{position}: {message}")]
     Syntax {
         /// File name.
         file: String,
-        /// `YAML` or `JSON`.
-        format: &'static str,
-        /// The parser's message, with line and column.
+        /// Document, line and column, as far as known.
+        position: Position,
+        /// What is wrong and what to do.
         message: String,
+    },
+    /// A file (or directory) that gives no document at all.
+    #[error(
+        "no objects were read from {file}: {}",
+        if *.directory {
+            "the directory holds no .yaml, .yml or .json file (-R/--recursive reads its subdirectories too)"
+        } else {
+            "it is empty, or holds only comments and `---` separators; if it was written by `kubectl get ... > FILE`, that command failed: run it again and check its error"
+        }
+    )]
+    Empty {
+        /// File or directory name.
+        file: String,
+        /// Whether `file` is a directory.
+        directory: bool,
+    },
+    /// The input is larger than `--max-input-bytes`.
+    #[error(
+        "{file}: the input is larger than --max-input-bytes ({limit} bytes for all files together); raise the limit with --max-input-bytes or POLICYCTL_MAX_INPUT_BYTES if this is the input you meant"
+    )]
+    TooLarge {
+        /// The file whose reading went past the limit.
+        file: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The file is not text (a NUL byte, or not UTF-8 / UTF-16 with a
+    /// byte-order mark).
+    #[error("{file}: not a text file ({problem}); policyctl reads YAML or JSON text")]
+    NotText {
+        /// File name.
+        file: String,
+        /// What was found, and where.
+        problem: String,
     },
     /// A document that is not a Kubernetes object.
     #[error("{origin}: {message}")]

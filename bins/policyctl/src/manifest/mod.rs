@@ -14,10 +14,15 @@
 //!   ([`kube_adapters::meta::namespace_or_default`]).
 //! - Errors name the file, the 1-based document, the field path and the
 //!   offending value. The same object twice is an error.
+//! - A file with no document at all (empty, or only comments and `---`) is
+//!   an error: it is what a failed `kubectl get ... > file` leaves behind.
+//! - YAML is read with limits proportional to the text's size (see
+//!   [`text`]), so a dump of a large cluster reads, an alias bomb does not.
 
 mod capi;
 mod error;
 mod objects;
+pub mod text;
 
 use std::collections::btree_map::Entry;
 
@@ -28,6 +33,7 @@ use serde_json::Value;
 pub use capi::{CAPI_KINDS, CapiInventory};
 pub use error::{FieldError, ManifestError, Origin};
 pub use objects::{Inventory, Located, ObjectKey, Objects};
+pub use text::{Document, Position};
 
 /// The text of one input file.
 #[derive(Clone, Debug)]
@@ -54,35 +60,39 @@ pub fn read_str(name: &str, text: &str) -> Result<Inventory, ManifestError> {
     Ok(inventory)
 }
 
-/// Splits a file into documents: JSON values or YAML documents.
-pub fn parse_documents(name: &str, text: &str) -> Result<Vec<Value>, ManifestError> {
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        serde_json::Deserializer::from_str(trimmed)
-            .into_iter::<Value>()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| ManifestError::Syntax {
-                file: name.to_owned(),
-                format: "JSON",
-                message: error.to_string(),
-            })
-    } else {
-        serde_saphyr::from_multiple::<Value>(text).map_err(|error| ManifestError::Syntax {
-            file: name.to_owned(),
-            format: "YAML",
-            message: error.to_string(),
-        })
-    }
+/// Splits a file into documents: JSON values or YAML documents, each with
+/// its number in the file.
+pub fn parse_documents(name: &str, text: &str) -> Result<Vec<Document>, ManifestError> {
+    text::documents(name, text)
+}
+
+/// Adds one parsed document (an object, or a `kind: List` whose items may
+/// omit `apiVersion` and `kind`) to `inventory`, exactly as a document of a
+/// file is added. Live mode feeds each page of a list response through
+/// this, so that both modes decode objects alike.
+pub fn add_value(
+    inventory: &mut Inventory,
+    origin: Origin,
+    document: Value,
+) -> Result<(), ManifestError> {
+    add_document(inventory, origin, document)
 }
 
 fn add_source(inventory: &mut Inventory, name: &str, text: &str) -> Result<(), ManifestError> {
-    for (index, document) in parse_documents(name, text)?.into_iter().enumerate() {
+    let documents = parse_documents(name, text)?;
+    if documents.iter().all(|document| document.value.is_null()) {
+        return Err(ManifestError::Empty {
+            file: name.to_owned(),
+            directory: false,
+        });
+    }
+    for document in documents {
         let origin = Origin {
             file: name.to_owned(),
-            document: index + 1,
+            document: document.number,
             item: None,
         };
-        add_document(inventory, origin, document)?;
+        add_document(inventory, origin, document.value)?;
     }
     Ok(())
 }
@@ -258,12 +268,20 @@ fn insert<T: DeserializeOwned>(
     };
     let object = format!("{kind} {key}");
     if key.name.is_empty() {
+        let path = [String::from("metadata"), String::from("name")];
+        let found = lookup_value(&value, &path);
+        let message = match found {
+            Some(Value::Bool(_) | Value::Number(_)) => {
+                format!("the name must be a string{}", unquoted_scalar_hint(found))
+            }
+            _ => "every object needs a name".to_owned(),
+        };
         return Err(ManifestError::Field(Box::new(FieldError {
             origin,
             object: kind.to_owned(),
             path: "metadata.name".to_owned(),
-            value: lookup(&value, &[String::from("metadata"), String::from("name")]),
-            message: "every object needs a name".to_owned(),
+            value: lookup(&value, &path),
+            message,
         })));
     }
     let typed = decode::<T>(&value, &origin, &object)?;
@@ -303,7 +321,7 @@ fn decode<T: DeserializeOwned>(
     origin: &Origin,
     object: &str,
 ) -> Result<T, ManifestError> {
-    serde_path_to_error::deserialize::<_, T>(value.clone()).map_err(|error| {
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
         let segments: Vec<String> = error
             .path()
             .iter()
@@ -314,21 +332,43 @@ fn decode<T: DeserializeOwned>(
                 serde_path_to_error::Segment::Unknown => "?".to_owned(),
             })
             .collect();
+        let message = error.inner().to_string();
+        let hint = if message.contains("expected a string") {
+            unquoted_scalar_hint(lookup_value(value, &segments))
+        } else {
+            ""
+        };
         ManifestError::Field(Box::new(FieldError {
             origin: origin.clone(),
             object: object.to_owned(),
             path: error.path().to_string(),
             value: lookup(value, &segments),
-            message: error.inner().to_string(),
+            message: format!("{message}{hint}"),
         }))
     })
 }
 
-/// The JSON text of the value at a path, `<absent>` if there is none.
-fn lookup(value: &Value, segments: &[String]) -> String {
+/// YAML reads unquoted `true`/`false` (and YAML 1.1's `yes`, `no`, `on`,
+/// `off`) as booleans and unquoted numbers as numbers, which then lose
+/// their spelling (`1.10` is `1.1`). For a value found where a string was
+/// expected: what happened and to quote it.
+fn unquoted_scalar_hint(value: Option<&Value>) -> &'static str {
+    match value {
+        Some(Value::Bool(_)) => {
+            "; YAML reads an unquoted true/false (also yes/no, y/n, on/off) as a boolean: quote the value to keep it as text"
+        }
+        Some(Value::Number(_)) => {
+            "; YAML reads an unquoted number as a number, which loses its spelling (1.10 becomes 1.1, 1e3 becomes 1000): quote the value to keep it as text"
+        }
+        _ => "",
+    }
+}
+
+/// The value at a path, if there is one.
+fn lookup_value<'a>(value: &'a Value, segments: &[String]) -> Option<&'a Value> {
     let mut current = value;
     for segment in segments {
-        let next = match (
+        current = match (
             current,
             segment.strip_prefix('[').and_then(|s| s.strip_suffix(']')),
         ) {
@@ -337,12 +377,16 @@ fn lookup(value: &Value, segments: &[String]) -> String {
             }
             (Value::Object(map), _) => map.get(segment),
             _ => None,
-        };
-        match next {
-            Some(next) => current = next,
-            None => return "<absent>".to_owned(),
-        }
+        }?;
     }
+    Some(current)
+}
+
+/// The JSON text of the value at a path, `<absent>` if there is none.
+fn lookup(value: &Value, segments: &[String]) -> String {
+    let Some(current) = lookup_value(value, segments) else {
+        return "<absent>".to_owned();
+    };
     let text = current.to_string();
     if text.chars().count() > 120 {
         let short: String = text.chars().take(117).collect();

@@ -153,12 +153,17 @@ fn documents_must_be_objects_with_api_version_and_kind() {
 }
 
 #[test]
-fn syntax_errors_name_the_file_and_format() {
+fn syntax_errors_name_the_file_document_line_and_format() {
     let yaml = error_text("bad.yaml", "apiVersion: v1\nkind: [Pod\n");
-    assert!(yaml.starts_with("bad.yaml: not valid YAML: "), "{yaml}");
+    assert!(
+        yaml == "bad.yaml, document 1, line 2, column 7: not valid YAML: unclosed bracket '['",
+        "{yaml}"
+    );
     let json = error_text("bad.json", "{\"apiVersion\": \"v1\",");
-    assert!(json.starts_with("bad.json: not valid JSON: "), "{json}");
-    assert!(json.contains("line 1"), "{json}");
+    assert!(
+        json.starts_with("bad.json, document 1, line 1, column 20: not valid JSON: "),
+        "{json}"
+    );
 }
 
 #[test]
@@ -179,18 +184,26 @@ metadata: {name: shop}
 }
 
 #[test]
-fn empty_input_and_empty_documents_are_fine() {
+fn input_without_documents_is_an_error_and_empty_documents_are_skipped() {
+    for empty in ["", "---\n---\n", "# only a comment\n", "\u{feff}"] {
+        assert_eq!(
+            error_text("e.yaml", empty),
+            "no objects were read from e.yaml: it is empty, or holds only comments and `---` separators; if it was written by `kubectl get ... > FILE`, that command failed: run it again and check its error",
+            "{empty:?}"
+        );
+    }
+    let inventory = read_str(
+        "e.yaml",
+        "---\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n",
+    )
+    .expect("one object");
+    // Documents keep their number in the file: the Node is the second.
     assert_eq!(
-        read_str("e.yaml", "")
-            .expect("empty")
-            .counts()
-            .iter()
-            .map(|c| c.1)
-            .sum::<usize>(),
-        0
+        inventory.nodes[&ObjectKey::cluster("n1")]
+            .origin
+            .to_string(),
+        "e.yaml, document 2"
     );
-    assert!(read_str("e.yaml", "---\n---\n").is_ok());
-    assert!(read_str("e.yaml", "# only a comment\n").is_ok());
 }
 
 #[test]

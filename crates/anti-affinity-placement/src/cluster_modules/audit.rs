@@ -226,7 +226,9 @@ fn unit_name(group: &GroupId) -> String {
 
 /// Plan vMotions that remove every fixable violation, group after group,
 /// each group planned over the hosts as the earlier groups' moves leave
-/// them. Only members with a known host take part.
+/// them. Only members with a known host take part. Each group is evened
+/// out over its eligible hosts (the rebalance planner's target), which can
+/// take more moves than the group has fixable violations.
 pub fn plan_moves(
     members: &[AuditMember],
     audits: &BTreeMap<GroupId, GroupAudit>,

@@ -1,0 +1,292 @@
+//! The `-f` arguments → file texts, the way `kubectl -f` reads them: a file,
+//! `-` for standard input, or a directory whose `.yaml`, `.yml` and `.json`
+//! files are read in name order (`-R` also reads its subdirectories, in the
+//! same walk order as kubectl: entries sorted by name, a subdirectory's files
+//! where the subdirectory sorts).
+//!
+//! Reading is bounded: all files together may hold at most
+//! `--max-input-bytes`, checked from a regular file's size before reading
+//! and while reading anything else, so `-f /dev/zero` or an endless pipe
+//! stops with an error instead of filling memory. A NUL byte ends the read
+//! at once (a binary file, `/dev/zero`). UTF-16 text with a byte-order mark
+//! (what Windows PowerShell's `>` writes) is decoded.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::manifest::{ManifestError, Source};
+
+/// Extensions read from a directory, as kubectl's.
+const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
+
+/// Size of one read.
+const CHUNK: usize = 1 << 20;
+
+/// A byte count given as `4GiB`, `512Mi`, `100M`, `1000000`: an integer
+/// with an optional Kubernetes quantity suffix (`k`, `M`, `G`, `T` decimal;
+/// `Ki`, `Mi`, `Gi`, `Ti` binary), optionally followed by `B`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let trimmed = text.trim();
+        let digits = trimmed
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(trimmed.len());
+        let (number, suffix) = trimmed.split_at(digits);
+        let suffix = suffix.trim_start();
+        let suffix = suffix
+            .strip_suffix('B')
+            .filter(|rest| !rest.is_empty())
+            .unwrap_or(suffix);
+        let multiplier: u64 = match suffix {
+            "" | "B" => 1,
+            "k" | "K" => 1_000,
+            "M" => 1_000_000,
+            "G" => 1_000_000_000,
+            "T" => 1_000_000_000_000,
+            "Ki" => 1 << 10,
+            "Mi" => 1 << 20,
+            "Gi" => 1 << 30,
+            "Ti" => 1 << 40,
+            _ => return Err(byte_size_error(text)),
+        };
+        number
+            .parse::<u64>()
+            .ok()
+            .and_then(|number| number.checked_mul(multiplier))
+            .filter(|bytes| *bytes > 0)
+            .map(ByteSize)
+            .ok_or_else(|| byte_size_error(text))
+    }
+}
+
+fn byte_size_error(text: &str) -> String {
+    format!(
+        "expected a positive number of bytes such as 4GiB, 512Mi, 100M or 1000000, got {text:?}"
+    )
+}
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// How to read the `-f` arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadOptions {
+    /// Read directories' subdirectories too (`-R`).
+    pub recursive: bool,
+    /// Most bytes to read in all (`--max-input-bytes`).
+    pub max_input_bytes: u64,
+}
+
+/// Reads every `-f` argument, in order.
+pub fn read_all(
+    names: &[String],
+    options: ReadOptions,
+    stdin: &mut dyn Read,
+) -> Result<Vec<Source>, ManifestError> {
+    let mut budget = Budget {
+        limit: options.max_input_bytes,
+        used: 0,
+    };
+    let mut stdin_used = false;
+    let mut sources = Vec::with_capacity(names.len());
+    for name in names {
+        if name == "-" {
+            if stdin_used {
+                return Err(ManifestError::Read {
+                    file: name.clone(),
+                    message: "`-f -` is given more than once; standard input can be read only once"
+                        .to_owned(),
+                });
+            }
+            stdin_used = true;
+            let text = read_bounded(name, stdin, &mut budget)?;
+            sources.push(Source {
+                name: name.clone(),
+                text,
+            });
+            continue;
+        }
+        let path = Path::new(name);
+        let metadata = fs::metadata(path).map_err(|error| read_error(name, &error))?;
+        if metadata.is_dir() {
+            let mut files = Vec::new();
+            walk(path, options.recursive, &mut files)?;
+            if files.is_empty() {
+                return Err(ManifestError::Empty {
+                    file: name.clone(),
+                    directory: true,
+                });
+            }
+            for file in files {
+                sources.push(read_file(&file, &mut budget)?);
+            }
+        } else {
+            sources.push(read_file(path, &mut budget)?);
+        }
+    }
+    Ok(sources)
+}
+
+/// Bytes left to read.
+struct Budget {
+    limit: u64,
+    used: u64,
+}
+
+impl Budget {
+    fn remaining(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+}
+
+fn read_error(name: &str, error: &std::io::Error) -> ManifestError {
+    ManifestError::Read {
+        file: name.to_owned(),
+        message: error.to_string(),
+    }
+}
+
+/// The files of a directory with a manifest extension, in kubectl's walk
+/// order; subdirectories only when `recursive`. Symbolic links to
+/// directories are not followed (as `filepath.Walk`).
+fn walk(directory: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
+    let name = directory.display().to_string();
+    let mut entries: Vec<fs::DirEntry> = fs::read_dir(directory)
+        .map_err(|error| read_error(&name, &error))?
+        .collect::<Result<_, _>>()
+        .map_err(|error| read_error(&name, &error))?;
+    entries.sort_by_key(fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let file_type = entry
+            .file_type()
+            .map_err(|error| read_error(&path.display().to_string(), &error))?;
+        if file_type.is_dir() {
+            if recursive {
+                walk(&path, recursive, files)?;
+            }
+        } else if path
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .is_some_and(|extension| EXTENSIONS.contains(&extension))
+        {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read_file(path: &Path, budget: &mut Budget) -> Result<Source, ManifestError> {
+    let name = path.display().to_string();
+    let mut file = fs::File::open(path).map_err(|error| read_error(&name, &error))?;
+    let metadata = file.metadata().map_err(|error| read_error(&name, &error))?;
+    if metadata.is_file() && metadata.len() > budget.remaining() {
+        return Err(ManifestError::TooLarge {
+            file: name,
+            limit: budget.limit,
+        });
+    }
+    let text = read_bounded(&name, &mut file, budget)?;
+    Ok(Source { name, text })
+}
+
+/// Reads at most the remaining budget, stopping at the first NUL byte.
+fn read_bounded(
+    name: &str,
+    reader: &mut dyn Read,
+    budget: &mut Budget,
+) -> Result<String, ManifestError> {
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut chunk = vec![0_u8; CHUNK];
+    let mut utf16 = false;
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(read_error(name, &error)),
+        };
+        if read as u64 > budget.remaining() {
+            return Err(ManifestError::TooLarge {
+                file: name.to_owned(),
+                limit: budget.limit,
+            });
+        }
+        budget.used += read as u64;
+        let start = bytes.len();
+        bytes.extend_from_slice(&chunk[..read]);
+        if start == 0 || (start < 2 && bytes.len() >= 2) {
+            utf16 = bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]);
+        }
+        if !utf16 && let Some(offset) = chunk[..read].iter().position(|byte| *byte == 0) {
+            return Err(ManifestError::NotText {
+                file: name.to_owned(),
+                problem: format!("a NUL byte at byte {}", start + offset),
+            });
+        }
+    }
+    if utf16 {
+        return decode_utf16(name, &bytes);
+    }
+    String::from_utf8(bytes).map_err(|error| ManifestError::NotText {
+        file: name.to_owned(),
+        problem: format!(
+            "a byte that is not UTF-8 at byte {}",
+            error.utf8_error().valid_up_to()
+        ),
+    })
+}
+
+fn decode_utf16(name: &str, bytes: &[u8]) -> Result<String, ManifestError> {
+    let body = &bytes[2..];
+    if body.len() % 2 == 1 {
+        return Err(ManifestError::NotText {
+            file: name.to_owned(),
+            problem: format!("UTF-16 text with an odd number of bytes, {}", bytes.len()),
+        });
+    }
+    let little_endian = bytes.starts_with(&[0xff, 0xfe]);
+    let units: Vec<u16> = body
+        .chunks_exact(2)
+        .map(|pair| {
+            let pair = [pair[0], pair[1]];
+            if little_endian {
+                u16::from_le_bytes(pair)
+            } else {
+                u16::from_be_bytes(pair)
+            }
+        })
+        .collect();
+    String::from_utf16(&units).map_err(|_| ManifestError::NotText {
+        file: name.to_owned(),
+        problem: "UTF-16 text with an unpaired surrogate".to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_read_kubernetes_suffixes() {
+        let parse = |text: &str| text.parse::<ByteSize>().map(|size| size.0);
+        assert_eq!(parse("4GiB"), Ok(4 << 30));
+        assert_eq!(parse("4Gi"), Ok(4 << 30));
+        assert_eq!(parse("100M"), Ok(100_000_000));
+        assert_eq!(parse("1000"), Ok(1000));
+        assert_eq!(parse("12B"), Ok(12));
+        assert!(parse("0").is_err());
+        assert!(parse("-1").is_err());
+        assert!(parse("4 apples").is_err());
+        assert!(parse("99999999999Ti").is_err());
+    }
+}

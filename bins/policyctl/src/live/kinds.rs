@@ -1,0 +1,354 @@
+//! The kinds live mode can list, where it lists them, and which ones each
+//! command needs.
+
+use crate::cli::{Command, ConfigAction, HostLabelsAction};
+
+/// Where a kind is listed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// A cluster-scoped kind (`/api/v1/nodes`).
+    Cluster,
+    /// A namespaced kind, listed across every namespace (`/api/v1/pods`).
+    AllNamespaces,
+    /// A namespaced kind, listed in Velero's namespace only (`--namespace`).
+    VeleroNamespace,
+}
+
+/// A kind policyctl reads from a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Kind {
+    /// `v1` ConfigMap (the node-agent configuration and the prepare-queue
+    /// ledger), in Velero's namespace.
+    ConfigMap,
+    /// `v1` Node.
+    Node,
+    /// `v1` Namespace.
+    Namespace,
+    /// `v1` Pod, in every namespace.
+    Pod,
+    /// `v1` PersistentVolumeClaim, in every namespace.
+    PersistentVolumeClaim,
+    /// `v1` PersistentVolume.
+    PersistentVolume,
+    /// `storage.k8s.io/v1` StorageClass.
+    StorageClass,
+    /// `storage.k8s.io/v1` VolumeAttachment.
+    VolumeAttachment,
+    /// `velero.io/v1` Backup, in Velero's namespace.
+    Backup,
+    /// `velero.io/v1` PodVolumeBackup, in Velero's namespace.
+    PodVolumeBackup,
+    /// `velero.io/v1` PodVolumeRestore, in Velero's namespace.
+    PodVolumeRestore,
+    /// `velero.io/v2alpha1` DataUpload, in Velero's namespace.
+    DataUpload,
+    /// `velero.io/v2alpha1` DataDownload, in Velero's namespace.
+    DataDownload,
+    /// Cluster API Machine, in every namespace.
+    Machine,
+    /// Cluster API Cluster, in every namespace.
+    Cluster,
+    /// Cluster API KubeadmControlPlane, in every namespace.
+    KubeadmControlPlane,
+    /// Cluster API MachineDeployment, in every namespace.
+    MachineDeployment,
+    /// Cluster API MachineSet, in every namespace.
+    MachineSet,
+    /// CAPV VSphereCluster, in every namespace.
+    VSphereCluster,
+    /// CAPV VSphereMachineTemplate, in every namespace.
+    VSphereMachineTemplate,
+    /// CAPV VSphereVM, in every namespace.
+    VSphereVM,
+}
+
+/// Cluster API versions, newest first: live mode lists the first one the
+/// server serves.
+const CAPI_VERSIONS: &[&str] = &["v1beta2", "v1beta1"];
+
+/// How a kind is served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resource {
+    /// API group (empty for the core group).
+    pub group: &'static str,
+    /// Versions to try, in order (the next one only when the server does not
+    /// serve the previous one).
+    pub versions: &'static [&'static str],
+    /// Kind.
+    pub kind: &'static str,
+    /// Plural resource name, as in URLs and RBAC rules.
+    pub plural: &'static str,
+    /// Where it is listed.
+    pub scope: Scope,
+}
+
+impl Resource {
+    /// `group/version` (`version` for the core group).
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    /// How messages name the kind: `velero.io/v1 Backup`, or
+    /// `cluster.x-k8s.io/{v1beta2,v1beta1} Machine` when several versions are
+    /// tried.
+    pub fn display_name(&self) -> String {
+        let version = match self.versions {
+            [one] => (*one).to_owned(),
+            several => format!("{{{}}}", several.join(",")),
+        };
+        format!("{} {}", self.api_version(&version), self.kind)
+    }
+
+    /// The list URL path of `version`, in `namespace` for
+    /// [`Scope::VeleroNamespace`].
+    pub fn list_path(&self, version: &str, namespace: &str) -> String {
+        let prefix = if self.group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{}/{version}", self.group)
+        };
+        match self.scope {
+            Scope::VeleroNamespace => format!("{prefix}/namespaces/{namespace}/{}", self.plural),
+            Scope::Cluster | Scope::AllNamespaces => format!("{prefix}/{}", self.plural),
+        }
+    }
+}
+
+impl Kind {
+    /// Every kind, in the order live mode lists them.
+    pub const ALL: [Kind; 21] = [
+        Kind::ConfigMap,
+        Kind::Node,
+        Kind::Namespace,
+        Kind::Pod,
+        Kind::PersistentVolumeClaim,
+        Kind::PersistentVolume,
+        Kind::StorageClass,
+        Kind::VolumeAttachment,
+        Kind::Backup,
+        Kind::PodVolumeBackup,
+        Kind::PodVolumeRestore,
+        Kind::DataUpload,
+        Kind::DataDownload,
+        Kind::Machine,
+        Kind::Cluster,
+        Kind::KubeadmControlPlane,
+        Kind::MachineDeployment,
+        Kind::MachineSet,
+        Kind::VSphereCluster,
+        Kind::VSphereMachineTemplate,
+        Kind::VSphereVM,
+    ];
+
+    /// How the kind is served.
+    pub fn resource(self) -> Resource {
+        use Scope::{AllNamespaces, Cluster, VeleroNamespace};
+        let (group, versions, kind, plural, scope): (_, &'static [&'static str], _, _, _) =
+            match self {
+                Kind::ConfigMap => ("", &["v1"], "ConfigMap", "configmaps", VeleroNamespace),
+                Kind::Node => ("", &["v1"], "Node", "nodes", Cluster),
+                Kind::Namespace => ("", &["v1"], "Namespace", "namespaces", Cluster),
+                Kind::Pod => ("", &["v1"], "Pod", "pods", AllNamespaces),
+                Kind::PersistentVolumeClaim => (
+                    "",
+                    &["v1"],
+                    "PersistentVolumeClaim",
+                    "persistentvolumeclaims",
+                    AllNamespaces,
+                ),
+                Kind::PersistentVolume => (
+                    "",
+                    &["v1"],
+                    "PersistentVolume",
+                    "persistentvolumes",
+                    Cluster,
+                ),
+                Kind::StorageClass => (
+                    "storage.k8s.io",
+                    &["v1"],
+                    "StorageClass",
+                    "storageclasses",
+                    Cluster,
+                ),
+                Kind::VolumeAttachment => (
+                    "storage.k8s.io",
+                    &["v1"],
+                    "VolumeAttachment",
+                    "volumeattachments",
+                    Cluster,
+                ),
+                Kind::Backup => ("velero.io", &["v1"], "Backup", "backups", VeleroNamespace),
+                Kind::PodVolumeBackup => (
+                    "velero.io",
+                    &["v1"],
+                    "PodVolumeBackup",
+                    "podvolumebackups",
+                    VeleroNamespace,
+                ),
+                Kind::PodVolumeRestore => (
+                    "velero.io",
+                    &["v1"],
+                    "PodVolumeRestore",
+                    "podvolumerestores",
+                    VeleroNamespace,
+                ),
+                Kind::DataUpload => (
+                    "velero.io",
+                    &["v2alpha1"],
+                    "DataUpload",
+                    "datauploads",
+                    VeleroNamespace,
+                ),
+                Kind::DataDownload => (
+                    "velero.io",
+                    &["v2alpha1"],
+                    "DataDownload",
+                    "datadownloads",
+                    VeleroNamespace,
+                ),
+                Kind::Machine => (
+                    "cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "Machine",
+                    "machines",
+                    AllNamespaces,
+                ),
+                Kind::Cluster => (
+                    "cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "Cluster",
+                    "clusters",
+                    AllNamespaces,
+                ),
+                Kind::KubeadmControlPlane => (
+                    "controlplane.cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "KubeadmControlPlane",
+                    "kubeadmcontrolplanes",
+                    AllNamespaces,
+                ),
+                Kind::MachineDeployment => (
+                    "cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "MachineDeployment",
+                    "machinedeployments",
+                    AllNamespaces,
+                ),
+                Kind::MachineSet => (
+                    "cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "MachineSet",
+                    "machinesets",
+                    AllNamespaces,
+                ),
+                Kind::VSphereCluster => (
+                    "infrastructure.cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "VSphereCluster",
+                    "vsphereclusters",
+                    AllNamespaces,
+                ),
+                Kind::VSphereMachineTemplate => (
+                    "infrastructure.cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "VSphereMachineTemplate",
+                    "vspheremachinetemplates",
+                    AllNamespaces,
+                ),
+                Kind::VSphereVM => (
+                    "infrastructure.cluster.x-k8s.io",
+                    CAPI_VERSIONS,
+                    "VSphereVM",
+                    "vspherevms",
+                    AllNamespaces,
+                ),
+            };
+        Resource {
+            group,
+            versions,
+            kind,
+            plural,
+            scope,
+        }
+    }
+}
+
+/// The node-agent configuration (and the ledger of `soothe --mode exact`)
+/// are ConfigMaps in Velero's namespace.
+const CONFIG: &[Kind] = &[Kind::ConfigMap];
+const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
+const STORAGE: &[Kind] = &[
+    Kind::PersistentVolumeClaim,
+    Kind::PersistentVolume,
+    Kind::StorageClass,
+    Kind::VolumeAttachment,
+];
+const DATA_PATH: &[Kind] = &[
+    Kind::DataUpload,
+    Kind::DataDownload,
+    Kind::PodVolumeBackup,
+    Kind::PodVolumeRestore,
+];
+const CLUSTER_API: &[Kind] = &[
+    Kind::Machine,
+    Kind::Cluster,
+    Kind::KubeadmControlPlane,
+    Kind::MachineDeployment,
+    Kind::MachineSet,
+    Kind::VSphereCluster,
+    Kind::VSphereMachineTemplate,
+    Kind::VSphereVM,
+];
+
+/// What a command reads in live mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// These kinds (sorted, without duplicates).
+    Kinds(Vec<Kind>),
+    /// The command reads something that is not a cluster object (a
+    /// HostInventory file): live mode cannot serve it.
+    FilesOnly(&'static str),
+    /// The command reads no objects.
+    Nothing,
+}
+
+/// The kinds `command` reads: each command declares them here, and the
+/// end-to-end tests check that live mode then gives the same result as
+/// `-f` with every object.
+pub fn needs(command: &Command) -> Needs {
+    let groups: &[&[Kind]] = match command {
+        Command::Config {
+            action: ConfigAction::Check { .. },
+        } => &[CONFIG],
+        Command::Concurrency => &[CONFIG, &[Kind::Node]],
+        Command::Affinity(_) => &[CONFIG, STORAGE],
+        // Wildcards of includedNamespaces resolve against the Namespaces.
+        Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
+        Command::Soothe(_) => &[CONFIG, DATA_PATH],
+        Command::Schedule(_) => &[SCHEDULING],
+        Command::Hosts { .. } => {
+            return Needs::FilesOnly(
+                "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",
+            );
+        }
+        Command::HostLabels(args) => match &args.action {
+            Some(HostLabelsAction::Sanitize { .. }) => return Needs::Nothing,
+            None => &[SCHEDULING, &[Kind::Machine]],
+        },
+        Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, DATA_PATH],
+        Command::Modules(_) => &[CLUSTER_API],
+        Command::Report => &[&Kind::ALL],
+    };
+    let mut kinds: Vec<Kind> = groups
+        .iter()
+        .flat_map(|group| group.iter().copied())
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    Needs::Kinds(kinds)
+}

@@ -1,0 +1,362 @@
+//! Live mode: the objects a command needs, listed from a cluster instead of
+//! read from `-f` files, into the same [`Inventory`].
+//!
+//! - `--kubeconfig FILE` (with `--context`), `--context` alone (the default
+//!   kubeconfig: `KUBECONFIG` or `~/.kube/config`), or `--live` (the default
+//!   kubeconfig, else the in-cluster service account) select it; so does
+//!   running as the `kubectl-policy` plugin without `-f`.
+//! - Each command declares its kinds ([`kinds::needs`]); each is listed in
+//!   pages of `--chunk-size` objects (`limit` and `continue`), cluster-wide
+//!   or, for the Velero kinds and the node-agent ConfigMap, in Velero's
+//!   namespace (`--namespace`).
+//! - Every page goes through [`manifest::add_value`], the reader's own
+//!   decoding of a `kind: List` document, so both modes build the same
+//!   inventory from the same objects.
+//! - Only `list` requests are made. A kind the user may not list (403) or
+//!   that the server does not serve (404: its CRD is not installed) is a
+//!   note on standard error and the command goes on without it; any other
+//!   failure ends the run with one line naming the server or the file.
+//!
+//! policyctl is synchronous; a current-thread tokio runtime is built only
+//! here.
+
+pub mod kinds;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use kube::api::ListParams;
+use serde_json::Value;
+
+use crate::cli::{Command, GlobalArgs};
+use crate::commands::CommandError;
+use crate::manifest::{self, Inventory, Origin};
+
+pub use kinds::{Kind, Needs, Resource, Scope};
+
+/// Velero's namespace when `--namespace` is not given.
+pub const DEFAULT_VELERO_NAMESPACE: &str = "velero";
+
+/// Objects per list request when `--chunk-size` is not given (as
+/// `kubectl get`).
+pub const DEFAULT_CHUNK_SIZE: u32 = 500;
+
+/// The name that makes the binary a `kubectl` plugin (`kubectl policy …`).
+pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-policy";
+
+/// Options of live mode (global: they go before or after the command).
+#[derive(Clone, Debug, Default, Args)]
+pub struct LiveArgs {
+    /// Live mode: read the objects from the cluster of this kubeconfig file
+    /// (read-only: list requests only) instead of -f files. The KUBECONFIG
+    /// environment variable is honoured by --live and --context; it does not
+    /// switch to live mode by itself.
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_KUBECONFIG",
+        value_name = "FILE",
+        conflicts_with = "filenames"
+    )]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Live mode: the kubeconfig context to use (default: the current
+    /// context).
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_CONTEXT",
+        value_name = "NAME",
+        conflicts_with = "filenames"
+    )]
+    pub context: Option<String>,
+
+    /// Live mode with the default kubeconfig (KUBECONFIG, else
+    /// ~/.kube/config), else the in-cluster service account.
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_LIVE",
+        conflicts_with = "filenames"
+    )]
+    pub live: bool,
+
+    /// Live mode: Velero's namespace, where the Velero kinds and the
+    /// node-agent ConfigMap are listed [default: velero].
+    #[arg(
+        short = 'n',
+        long,
+        global = true,
+        env = "POLICYCTL_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub namespace: Option<String>,
+
+    /// Live mode: objects per list request (the rest follows in further
+    /// pages, as kubectl get --chunk-size).
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_CHUNK_SIZE",
+        default_value_t = DEFAULT_CHUNK_SIZE,
+        value_parser = clap::value_parser!(u32).range(1..),
+        value_name = "N"
+    )]
+    pub chunk_size: u32,
+
+    /// Set by `main` when the binary runs as the `kubectl-policy` plugin:
+    /// live mode is then the default.
+    #[arg(skip)]
+    pub kubectl_plugin: bool,
+}
+
+/// Whether the program file name (`argv[0]`) is the kubectl plugin's.
+pub fn is_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_stem)
+        .is_some_and(|stem| stem == KUBECTL_PLUGIN_NAME)
+}
+
+/// Whether this run reads a cluster rather than files.
+pub fn requested(global: &GlobalArgs) -> bool {
+    let live = &global.live;
+    live.kubeconfig.is_some()
+        || live.context.is_some()
+        || live.live
+        || (live.kubectl_plugin && global.filenames.is_empty())
+}
+
+/// Checks the live-only options are not given to a run that reads files.
+pub fn check_file_mode(global: &GlobalArgs) -> Result<(), CommandError> {
+    if let Some(namespace) = &global.live.namespace {
+        return Err(CommandError::Usage(format!(
+            "--namespace {namespace} applies to live mode only (--kubeconfig, --context or --live); with -f every object of the files is read"
+        )));
+    }
+    Ok(())
+}
+
+/// Lists the kinds `command` needs from the cluster into an inventory.
+/// Notes about kinds that cannot be listed go to `stderr`.
+pub fn load(
+    global: &GlobalArgs,
+    command: &Command,
+    stderr: &mut dyn Write,
+) -> Result<Inventory, CommandError> {
+    let kinds = match kinds::needs(command) {
+        Needs::Kinds(kinds) => kinds,
+        Needs::Nothing => return Ok(Inventory::default()),
+        Needs::FilesOnly(reason) => return Err(CommandError::Usage(reason.to_owned())),
+    };
+    let namespace = global
+        .live
+        .namespace
+        .clone()
+        .unwrap_or_else(|| DEFAULT_VELERO_NAMESPACE.to_owned());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            CommandError::Input(format!("cannot start the runtime for live mode: {error}"))
+        })?;
+    runtime.block_on(async {
+        let (client, server) = client(&global.live).await?;
+        let mut inventory = Inventory::default();
+        for kind in kinds {
+            // The node-agent ConfigMap may be named in another namespace
+            // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
+            let mut namespaces = vec![namespace.as_str()];
+            if kind == Kind::ConfigMap
+                && let Some(other) = global
+                    .config_map
+                    .as_ref()
+                    .and_then(|config_map| config_map.namespace.as_deref())
+                    .filter(|other| *other != namespace)
+            {
+                namespaces.push(other);
+            }
+            for namespace in namespaces {
+                let listed = List {
+                    client: &client,
+                    server: &server,
+                    resource: kind.resource(),
+                    namespace,
+                    chunk_size: global.live.chunk_size,
+                };
+                if let Some(note) = listed.add_to(&mut inventory).await? {
+                    // If standard error is gone there is nowhere to note it.
+                    let _ = writeln!(stderr, "{note}");
+                }
+            }
+        }
+        Ok(inventory)
+    })
+}
+
+/// The client of the options, and the server URL for messages.
+async fn client(args: &LiveArgs) -> Result<(kube::Client, String), CommandError> {
+    use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let context = args
+        .context
+        .as_deref()
+        .map(|c| format!(" (context {c})"))
+        .unwrap_or_default();
+    let config = match (&args.kubeconfig, &args.context) {
+        (Some(path), _) => {
+            let file = path.display();
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|error| {
+                CommandError::Input(format!(
+                    "--kubeconfig {file}: cannot read the kubeconfig: {}",
+                    chain(&error)
+                ))
+            })?;
+            Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|error| {
+                    CommandError::Input(format!("--kubeconfig {file}{context}: {}", chain(&error)))
+                })?
+        }
+        (None, Some(_)) => Config::from_kubeconfig(&options).await.map_err(|error| {
+            CommandError::Input(format!(
+                "the default kubeconfig (KUBECONFIG or ~/.kube/config){context}: {}",
+                chain(&error)
+            ))
+        })?,
+        (None, None) => Config::infer().await.map_err(|error| {
+            CommandError::Input(format!(
+                "--live: no cluster found (neither the default kubeconfig, KUBECONFIG or ~/.kube/config, nor an in-cluster service account): {}",
+                chain(&error)
+            ))
+        })?,
+    };
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    let client = kube::Client::try_from(config).map_err(|error| {
+        CommandError::Input(format!(
+            "cannot make a client for {server}: {}",
+            chain(&error)
+        ))
+    })?;
+    Ok((client, server))
+}
+
+/// One kind to list.
+struct List<'a> {
+    client: &'a kube::Client,
+    server: &'a str,
+    resource: Resource,
+    namespace: &'a str,
+    chunk_size: u32,
+}
+
+impl List<'_> {
+    /// Lists every page of the first version the server serves and adds
+    /// the objects; `Some(note)` when the kind cannot be listed (403, 404).
+    async fn add_to(
+        &self,
+        inventory: &mut Inventory,
+    ) -> Result<Option<String>, CommandError> {
+        let resource = &self.resource;
+        let mut versions = resource.versions.iter().peekable();
+        while let Some(version) = versions.next() {
+            let path = resource.list_path(version, self.namespace);
+            match self.pages(&path).await {
+                Ok(pages) => {
+                    for (index, page) in pages.into_iter().enumerate() {
+                        let origin = Origin {
+                            file: format!("{}{path} (live)", self.server),
+                            document: index + 1,
+                            item: None,
+                        };
+                        manifest::add_value(inventory, origin, page)?;
+                    }
+                    return Ok(None);
+                }
+                Err(kube::Error::Api(status))
+                    if status.code == 404 && versions.peek().is_some() => {}
+                Err(kube::Error::Api(status)) if matches!(status.code, 403 | 404) => {
+                    return Ok(Some(self.note(status.code)));
+                }
+                Err(error) => {
+                    return Err(CommandError::Input(format!(
+                        "cannot list {}{} from {}: {}",
+                        resource.display_name(),
+                        self.where_(),
+                        self.server,
+                        chain(&error)
+                    )));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every page of one list, following `continue`.
+    async fn pages(&self, path: &str) -> Result<Vec<Value>, kube::Error> {
+        let mut pages = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut params = ListParams::default().limit(self.chunk_size);
+            if let Some(token) = &token {
+                params = params.continue_token(token);
+            }
+            let request = kube::core::Request::new(path)
+                .list(&params)
+                .map_err(kube::Error::BuildRequest)?;
+            let page: Value = self.client.request(request).await?;
+            token = page
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|token| !token.is_empty())
+                .map(str::to_owned);
+            pages.push(page);
+            if token.is_none() {
+                return Ok(pages);
+            }
+        }
+    }
+
+    fn where_(&self) -> String {
+        match self.resource.scope {
+            Scope::VeleroNamespace => format!(" in namespace {}", self.namespace),
+            Scope::Cluster | Scope::AllNamespaces => String::new(),
+        }
+    }
+
+    fn note(&self, code: u16) -> String {
+        let why = if code == 403 {
+            "forbidden (403): the user may not list them"
+        } else {
+            "not found (404): the server does not serve this kind (is its CustomResourceDefinition installed?)"
+        };
+        format!(
+            "note: cannot list {}{}: {why}; going on without them",
+            self.resource.display_name(),
+            self.where_()
+        )
+    }
+}
+
+/// An error and its sources on one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(next) = source {
+        let message = next.to_string();
+        if !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        source = next.source();
+    }
+    text.replace('\n', " ")
+}
