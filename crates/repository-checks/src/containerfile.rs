@@ -119,7 +119,10 @@ pub fn parse(text: &str) -> Result<Containerfile, ParseError> {
                 _ => {
                     return Err(ParseError {
                         line: instruction.line,
-                        message: format!("`FROM {}` is not `FROM image [AS name]`", instruction.arguments),
+                        message: format!(
+                            "`FROM {}` is not `FROM image [AS name]`",
+                            instruction.arguments
+                        ),
                     });
                 }
             };
@@ -240,16 +243,25 @@ mod tests {
         let names: Vec<Option<&str>> = file.stages.iter().map(|s| s.name.as_deref()).collect();
         assert_eq!(names, [Some("builder"), Some("runtime"), Some("app"), None]);
         let run = &file.stages[0].instructions[1];
-        assert_eq!((run.keyword.as_str(), run.arguments.as_str(), run.line), ("RUN", "a && b && c", 6));
+        assert_eq!(
+            (run.keyword.as_str(), run.arguments.as_str(), run.line),
+            ("RUN", "a && b && c", 6)
+        );
         assert_eq!(file.stages[3].base, "${BINARY}");
     }
 
     #[test]
     fn effective_values_are_inherited_from_base_stages() {
         let file = parse(SAMPLE).unwrap();
-        assert_eq!(file.effective("app", "USER").map(|i| i.arguments.as_str()), Some("1:1"));
+        assert_eq!(
+            file.effective("app", "USER").map(|i| i.arguments.as_str()),
+            Some("1:1")
+        );
         assert_eq!(file.exposed_ports("app").unwrap(), [8080, 9090]);
-        assert_eq!(file.lineage("app").last().map(|s| s.base.as_str()), Some("base"));
+        assert_eq!(
+            file.lineage("app").last().map(|s| s.base.as_str()),
+            Some("base")
+        );
         let entrypoint = file.effective("app", "ENTRYPOINT").unwrap();
         assert_eq!(exec_form(entrypoint).unwrap(), ["/bin/app", "--x"]);
         assert!(file.effective("builder", "USER").is_none());

@@ -93,7 +93,12 @@ fn expected(what: &str, pod: &Value) -> Expected {
         .as_array()
         .expect("ports")
         .iter()
-        .map(|p| p["containerPort"].as_u64().and_then(|p| u16::try_from(p).ok()).expect("port"))
+        .map(|p| {
+            p["containerPort"]
+                .as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .expect("port")
+        })
         .collect();
     ports.sort_unstable();
     Expected {
@@ -122,7 +127,11 @@ fn every_controller_image_agrees_with_its_generated_manifests() {
             let stage = file
                 .stage(&want.name)
                 .unwrap_or_else(|| panic!("{what}: no stage `{}` in the Containerfile", want.name));
-            assert_eq!(stage.base, "runtime", "{what}: stage {} builds on the runtime stage", want.name);
+            assert_eq!(
+                stage.base, "runtime",
+                "{what}: stage {} builds on the runtime stage",
+                want.name
+            );
             let entrypoint = file
                 .effective(&want.name, "ENTRYPOINT")
                 .unwrap_or_else(|| panic!("{what}: stage {} has no ENTRYPOINT", want.name));
@@ -134,15 +143,23 @@ fn every_controller_image_agrees_with_its_generated_manifests() {
             let user = file
                 .effective(&want.name, "USER")
                 .unwrap_or_else(|| panic!("{what}: no USER for stage {}", want.name));
-            assert_eq!(user.arguments, want.user, "{what}: USER (line {})", user.line);
             assert_eq!(
-                file.exposed_ports(&want.name).unwrap_or_else(|e| panic!("{e}")),
+                user.arguments, want.user,
+                "{what}: USER (line {})",
+                user.line
+            );
+            assert_eq!(
+                file.exposed_ports(&want.name)
+                    .unwrap_or_else(|e| panic!("{e}")),
                 want.ports,
                 "{what}: EXPOSE"
             );
             // The binary of that name exists: a [[bin]] of the package.
             let manifest = std::fs::read_to_string(
-                repository_root().join("bins").join(&want.name).join("Cargo.toml"),
+                repository_root()
+                    .join("bins")
+                    .join(&want.name)
+                    .join("Cargo.toml"),
             )
             .unwrap_or_else(|e| panic!("{what}: bins/{}/Cargo.toml: {e}", want.name));
             assert!(
@@ -170,7 +187,9 @@ fn the_build_argument_selects_the_controller_built_with_the_dist_profile() {
         "ARG BINARY before the first FROM"
     );
     assert_eq!(
-        file.stages.last().map(|s| (s.base.as_str(), s.name.as_deref())),
+        file.stages
+            .last()
+            .map(|s| (s.base.as_str(), s.name.as_deref())),
         Some(("${BINARY}", None)),
         "the last stage is `FROM ${{BINARY}}`"
     );
@@ -181,20 +200,32 @@ fn the_build_argument_selects_the_controller_built_with_the_dist_profile() {
         .find(|i| i.keyword == "RUN")
         .expect("the builder runs cargo");
     assert!(
-        run.arguments.contains(r#"cargo build --profile dist --locked -p "${BINARY}""#),
+        run.arguments
+            .contains(r#"cargo build --profile dist --locked -p "${BINARY}""#),
         "{}",
         run.arguments
     );
-    assert!(run.arguments.contains(r#"install -D -m 0755 "target/dist/${BINARY}" "/out/${BINARY}""#));
+    assert!(
+        run.arguments
+            .contains(r#"install -D -m 0755 "target/dist/${BINARY}" "/out/${BINARY}""#)
+    );
     // The builder refuses any other BINARY, and names every controller.
-    for name in ["backup-queue-controller", "load-soothe-controller", "host-label-controller"] {
-        assert!(run.arguments.contains(name), "the builder's check names {name}");
+    for name in [
+        "backup-queue-controller",
+        "load-soothe-controller",
+        "host-label-controller",
+    ] {
+        assert!(
+            run.arguments.contains(name),
+            "the builder's check names {name}"
+        );
         let stage = file.stage(name).expect("stage");
         assert!(
             stage
                 .instructions
                 .iter()
-                .any(|i| i.keyword == "COPY" && i.arguments == "--from=builder /out/ /usr/local/bin/"),
+                .any(|i| i.keyword == "COPY"
+                    && i.arguments == "--from=builder /out/ /usr/local/bin/"),
             "stage {name} copies the built binary"
         );
     }
@@ -209,8 +240,15 @@ fn the_builder_matches_the_toolchain_and_the_runtime_image() {
     let tag = builder
         .base
         .strip_prefix("docker.io/library/rust:")
-        .unwrap_or_else(|| panic!("builder base {} is not the official rust image", builder.base));
-    let (version, distribution) = tag.split_once('-').expect("rust:<version>-<debian release>");
+        .unwrap_or_else(|| {
+            panic!(
+                "builder base {} is not the official rust image",
+                builder.base
+            )
+        });
+    let (version, distribution) = tag
+        .split_once('-')
+        .expect("rust:<version>-<debian release>");
     // Debian 12 is bookworm: the binary links against the runtime's glibc.
     assert_eq!(distribution, "bookworm");
     let runtime = file.stage("runtime").expect("runtime");
@@ -223,5 +261,8 @@ fn the_builder_matches_the_toolchain_and_the_runtime_image() {
         .and_then(|l| l.strip_suffix('"'))
         .expect("workspace rust-version");
     let parse = |v: &str| -> Vec<u32> { v.split('.').map(|p| p.parse().unwrap()).collect() };
-    assert!(parse(version) >= parse(msrv), "rust {version} is older than rust-version {msrv}");
+    assert!(
+        parse(version) >= parse(msrv),
+        "rust {version} is older than rust-version {msrv}"
+    );
 }

@@ -261,10 +261,7 @@ struct List<'a> {
 impl List<'_> {
     /// Lists every page of the first version the server serves and adds
     /// the objects; `Some(note)` when the kind cannot be listed (403, 404).
-    async fn add_to(
-        &self,
-        inventory: &mut Inventory,
-    ) -> Result<Option<String>, CommandError> {
+    async fn add_to(&self, inventory: &mut Inventory) -> Result<Option<String>, CommandError> {
         let resource = &self.resource;
         let mut versions = resource.versions.iter().peekable();
         while let Some(version) = versions.next() {
