@@ -192,7 +192,11 @@ pub enum Command {
     /// source repository; its anchor is the identifier in lower case with the
     /// dot as a dash: A2.15 is docs/behaviour/velero.md#a2-15. The table's
     /// footer lists the rules it cites with their anchors.
-    Report,
+    Report(ReportArgs),
+    /// The read-only RBAC live mode needs (a ClusterRole and a Role in
+    /// Velero's namespace, list only), with bindings for the subjects given:
+    /// pipe it to `kubectl apply -f -`.
+    Rbac(crate::live::rbac::RbacArgs),
 }
 
 /// `config` subcommands.
@@ -240,9 +244,15 @@ pub enum NodeOsArg {
 /// Options of `queue`.
 #[derive(Debug, Args)]
 pub struct QueueArgs {
-    /// Velero's `--concurrent-backups` (values below 1 mean 1).
-    #[arg(long, default_value_t = 1, env = "POLICYCTL_CONCURRENT_BACKUPS")]
-    pub concurrent_backups: u32,
+    /// Velero's `--concurrent-backups` (values below 1 mean 1, as in
+    /// Velero).
+    #[arg(
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        env = "POLICYCTL_CONCURRENT_BACKUPS"
+    )]
+    pub concurrent_backups: i64,
 }
 
 /// Options of `soothe`.
@@ -251,6 +261,54 @@ pub struct SootheArgs {
     /// How the gate decides.
     #[arg(long, value_enum, default_value_t = SootheMode::Optimistic, env = "POLICYCTL_SOOTHE_MODE")]
     pub mode: SootheMode,
+    /// Gate the loads of this third-party data mover (`spec.datamover`), as
+    /// `load-soothe-controller --datamover` does; repeatable. Without it the
+    /// gate is Velero's node-agent gate: Velero's built-in data mover and
+    /// the pod-volume loads. Loads of other data movers are listed as not
+    /// gated here.
+    #[arg(
+        long = "datamover",
+        value_name = "NAME",
+        value_delimiter = ',',
+        value_parser = datamover_name,
+        env = "POLICYCTL_DATAMOVER"
+    )]
+    pub datamovers: Vec<String>,
+}
+
+/// Options of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Velero's `--concurrent-backups` for the backup queue section (values
+    /// below 1 mean 1, as in Velero).
+    #[arg(
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        env = "POLICYCTL_CONCURRENT_BACKUPS"
+    )]
+    pub concurrent_backups: i64,
+    /// How the load admission section's gate decides (as `soothe --mode`).
+    #[arg(long, value_enum, default_value_t = SootheMode::Optimistic, env = "POLICYCTL_SOOTHE_MODE")]
+    pub soothe_mode: SootheMode,
+    /// Third-party data mover the load admission section's gate serves (as
+    /// `soothe --datamover`); repeatable.
+    #[arg(
+        long = "datamover",
+        value_name = "NAME",
+        value_delimiter = ',',
+        value_parser = datamover_name,
+        env = "POLICYCTL_DATAMOVER"
+    )]
+    pub datamovers: Vec<String>,
+}
+
+/// A `--datamover` value: a third-party data mover's name.
+fn datamover_name(text: &str) -> Result<String, String> {
+    match crate::commands::refused_datamover(text) {
+        Some(reason) => Err(reason),
+        None => Ok(text.trim().to_owned()),
+    }
 }
 
 /// Gate modes of `soothe --mode`.

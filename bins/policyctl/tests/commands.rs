@@ -524,11 +524,15 @@ fn soothe_contract_keys_and_admission_order() {
         [
             "admit",
             "constrained",
+            "dataMovers",
             "hold",
             "inPreparation",
+            "notGatedHere",
             "prepareQueueLength"
         ]
     );
+    assert_eq!(value["dataMovers"], serde_json::json!(["velero"]));
+    assert_eq!(value["notGatedHere"], serde_json::json!([]));
     // Three loads are in preparation against a limit of four: the oldest
     // waiting load gets the one free slot.
     assert_eq!(value["prepareQueueLength"], serde_json::json!(4));

@@ -13,23 +13,54 @@ use serde_json::{Map, Value, json};
 use crate::cli::{HostsAction, SootheMode};
 use crate::commands::affinity::{Direction, fragment_for_pvc};
 use crate::commands::config_source::ConfigInput;
+use crate::commands::queue::ConcurrentBackups;
+use crate::commands::soothe::DataMovers;
 use crate::commands::{
     CommandError, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
 
-/// The Backup queue section uses Velero's default `--concurrent-backups`.
-const DEFAULT_CONCURRENT_BACKUPS: u32 = 1;
+/// The values `report` computes with (its flags), shown in its header.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--concurrent-backups` for the backup queue section.
+    pub concurrent_backups: ConcurrentBackups,
+    /// `--soothe-mode` for the load admission section.
+    pub soothe_mode: SootheMode,
+    /// `--datamover` for the load admission section.
+    pub data_movers: DataMovers,
+}
+
+fn mode_name(mode: SootheMode) -> &'static str {
+    match mode {
+        SootheMode::Optimistic => "optimistic",
+        SootheMode::Exact => "exact",
+    }
+}
 
 /// Builds the report.
 pub fn run(
     config: &ConfigInput,
     inventory: &Inventory,
+    options: &Options,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
-    let mut text = String::new();
+    let mut text = format!(
+        "Report with {}, --soothe-mode {}, load admission gating {}\n\n",
+        options.concurrent_backups,
+        mode_name(options.soothe_mode),
+        options.data_movers.describe()
+    );
     let mut document = Map::new();
+    document.insert(
+        "options".to_owned(),
+        json!({
+            "concurrentBackups": options.concurrent_backups.effective,
+            "sootheMode": mode_name(options.soothe_mode),
+            "dataMovers": options.data_movers.names(),
+        }),
+    );
 
     let counts = inventory.counts();
     text.push_str(&section(
@@ -75,17 +106,22 @@ pub fn run(
         }
     }
 
-    let outcome = queue::outcome(inventory, DEFAULT_CONCURRENT_BACKUPS);
-    let rendered = queue::render(&outcome, DEFAULT_CONCURRENT_BACKUPS);
+    let outcome = queue::outcome(inventory, options.concurrent_backups);
+    let rendered = queue::render(&outcome, options.concurrent_backups);
     text.push_str(&section(
-        "Backup queue (--concurrent-backups 1, Velero's default)",
+        &format!("Backup queue ({})", options.concurrent_backups),
         &rendered.table,
     ));
     document.insert("queue".to_owned(), rendered.document);
 
     if let Ok(loaded) = &config.loaded {
-        let admissions = soothe::admissions(&loaded.config, inventory, SootheMode::Optimistic)?;
-        let rendered = soothe::render(&admissions, SootheMode::Optimistic);
+        let admissions = soothe::admissions(
+            &loaded.config,
+            inventory,
+            options.soothe_mode,
+            &options.data_movers,
+        )?;
+        let rendered = soothe::render(&admissions, options.soothe_mode, &options.data_movers);
         text.push_str(&section("Load admission (prepare queue)", &rendered.table));
         document.insert("soothe".to_owned(), rendered.document);
     }

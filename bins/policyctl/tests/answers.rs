@@ -1,0 +1,287 @@
+//! Answers that must hold on real clusters: which loads a gate serves, the
+//! values `report` computes with, the backup queue's order and Velero's
+//! reading of `--concurrent-backups`.
+
+mod common;
+
+use common::{ok, run_with_stdin};
+use policyctl::Exit;
+use serde_json::{Value, json};
+
+/// Runs `policyctl -f - ARGS -o json` over `input` and parses the output.
+fn json_of(args: &[&str], input: &str) -> Value {
+    let mut all = vec!["-f", "-"];
+    all.extend(args);
+    all.extend(["-o", "json"]);
+    let run = run_with_stdin(&all, input);
+    assert_eq!(run.exit, Exit::Success, "{args:?}: {}", run.stderr);
+    serde_json::from_str(&run.stdout).expect("JSON")
+}
+
+/// A prepare queue of two with nothing in preparation, and `New` loads of
+/// Velero's built-in data mover (named and empty), of a third-party data
+/// mover and a PodVolumeBackup, created in that order.
+const MIXED_LOADS: &str = "
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: node-agent-config, namespace: velero}
+data:
+  config.json: '{\"loadConcurrency\": {\"prepareQueueLength\": 2}}'
+---
+apiVersion: velero.io/v2alpha1
+kind: DataUpload
+metadata: {name: acme-1, namespace: velero, creationTimestamp: '2026-05-20T10:00:00Z'}
+spec: {datamover: acme}
+---
+apiVersion: velero.io/v2alpha1
+kind: DataUpload
+metadata: {name: builtin-named, namespace: velero, creationTimestamp: '2026-05-20T10:00:01Z'}
+spec: {datamover: velero}
+---
+apiVersion: velero.io/v2alpha1
+kind: DataDownload
+metadata: {name: builtin-empty, namespace: velero, creationTimestamp: '2026-05-20T10:00:02Z'}
+spec: {}
+---
+apiVersion: velero.io/v1
+kind: PodVolumeBackup
+metadata: {name: fs-1, namespace: velero, creationTimestamp: '2026-05-20T10:00:03Z'}
+spec: {node: worker-1}
+---
+apiVersion: velero.io/v2alpha1
+kind: DataUpload
+metadata: {name: acme-2, namespace: velero, creationTimestamp: '2026-05-20T10:00:04Z'}
+spec: {datamover: acme}
+";
+
+#[test]
+fn soothe_gates_only_the_data_movers_it_serves() {
+    // Velero's node-agent gate: the built-in data mover and the pod-volume
+    // loads. The third-party loads are not its to admit, whatever the room.
+    let built_in = json_of(&["soothe"], MIXED_LOADS);
+    assert_eq!(built_in["dataMovers"], json!(["velero"]));
+    assert_eq!(
+        built_in["admit"],
+        json!([
+            "DataUpload/velero/builtin-named",
+            "DataDownload/velero/builtin-empty"
+        ])
+    );
+    assert_eq!(built_in["hold"], json!(["PodVolumeBackup/velero/fs-1"]));
+    assert_eq!(
+        built_in["notGatedHere"],
+        json!(["DataUpload/velero/acme-1", "DataUpload/velero/acme-2"])
+    );
+    // load-soothe-controller --datamover acme: its loads only.
+    let acme = json_of(&["soothe", "--datamover", "acme"], MIXED_LOADS);
+    assert_eq!(acme["dataMovers"], json!(["acme"]));
+    assert_eq!(
+        acme["admit"],
+        json!(["DataUpload/velero/acme-1", "DataUpload/velero/acme-2"])
+    );
+    assert_eq!(acme["hold"], json!([]));
+    assert_eq!(
+        acme["notGatedHere"],
+        json!([
+            "DataUpload/velero/builtin-named",
+            "DataDownload/velero/builtin-empty",
+            "PodVolumeBackup/velero/fs-1"
+        ])
+    );
+    let run = run_with_stdin(&["-f", "-", "soothe", "--datamover", "acme"], MIXED_LOADS);
+    insta::assert_snapshot!("soothe_third_party_table", run.stdout);
+}
+
+#[test]
+fn the_built_in_data_mover_is_not_a_datamover_value() {
+    for value in ["velero", ""] {
+        let run = run_with_stdin(&["soothe", "--datamover", value], "");
+        assert_eq!(run.exit, Exit::Usage, "{value:?}");
+        assert!(
+            run.stderr.contains(
+                "is Velero's built-in data mover, which the gate serves without --datamover"
+            ),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn report_takes_the_queue_and_gate_flags_and_says_which_values_it_used() {
+    let run = ok(&["report"]);
+    assert!(
+        run.stdout.starts_with(
+            "Report with --concurrent-backups 1, --soothe-mode optimistic, load admission gating Velero's built-in data mover and pod-volume loads (no --datamover)\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let run = run_with_stdin(
+        &[
+            "-f",
+            "-",
+            "report",
+            "--concurrent-backups",
+            "-1",
+            "--soothe-mode",
+            "exact",
+            "--datamover",
+            "acme",
+        ],
+        MIXED_LOADS,
+    );
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(
+            "Report with --concurrent-backups -1 (values below 1 mean 1, as in Velero: 1 concurrent backup), --soothe-mode exact, load admission gating --datamover acme\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Mode exact, gating --datamover acme:"),
+        "{}",
+        run.stdout
+    );
+    let document = json_of(
+        &[
+            "report",
+            "--concurrent-backups",
+            "3",
+            "--soothe-mode",
+            "exact",
+            "--datamover",
+            "acme",
+        ],
+        MIXED_LOADS,
+    );
+    assert_eq!(
+        document["options"],
+        json!({"concurrentBackups": 3, "sootheMode": "exact", "dataMovers": ["acme"]})
+    );
+    assert_eq!(
+        document["soothe"]["admit"],
+        json!(["DataUpload/velero/acme-1", "DataUpload/velero/acme-2"])
+    );
+}
+
+#[test]
+fn queue_rows_are_in_queue_order() {
+    let run = ok(&["queue"]);
+    let backups: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip(3)
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        backups,
+        [
+            // Runs after the plan (starts now).
+            "velero/payments-adhoc",
+            // Queued, by new position.
+            "velero/pre-upgrade-full",
+            "velero/teams-config",
+            "velero/analytics-hourly-0108",
+            "velero/kube-system-etcd",
+            "velero/shop-orders-0109",
+            // The rest, by name.
+            "velero/nightly-apps-20260520",
+            "velero/team-sync-20260520",
+            "velero/weekly-full-20260517",
+        ]
+    );
+}
+
+#[test]
+fn concurrent_backups_below_one_mean_one_in_header_and_reasons() {
+    for value in ["-1", "0"] {
+        let run = ok(&["queue", "--concurrent-backups", value]);
+        let one = ok(&["queue", "--concurrent-backups", "1"]);
+        let (header, rows) = run.stdout.split_once('\n').expect("header");
+        assert_eq!(
+            header,
+            format!(
+                "--concurrent-backups {value} (values below 1 mean 1, as in Velero: 1 concurrent backup): 1 started, 5 waiting, 6 status write(s)"
+            )
+        );
+        assert!(
+            rows.contains("capacity full: all 1 concurrent backup slots are taken"),
+            "{rows}"
+        );
+        // Everything but the header is what --concurrent-backups 1 gives.
+        assert_eq!(
+            Some(rows),
+            one.stdout.split_once('\n').map(|(_, rows)| rows)
+        );
+    }
+}
+
+/// A node-agent ConfigMap Velero's node-agent refuses (malformed JSON,
+/// C1.7): it exits at start-up, so no answer built on it holds.
+const REFUSED_CONFIG: &str = "
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: node-agent-config, namespace: velero}
+data:
+  config.json: '{\"loadConcurrency\": '
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: worker-1
+  labels: {kubernetes.io/os: linux}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: example.com/csi
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop}
+spec: {storageClassName: fast}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  containers: [{name: web, image: web}]
+";
+
+#[test]
+fn every_command_using_a_configuration_that_does_not_load_exits_1() {
+    let commands: [&[&str]; 6] = [
+        &["config", "check"],
+        &["concurrency"],
+        &["affinity", "--pvc", "shop/data"],
+        &["soothe"],
+        &["diagnose", "--pod", "shop/web"],
+        &["report"],
+    ];
+    for command in commands {
+        let mut args = vec!["-f", "-"];
+        args.extend(command);
+        let run = run_with_stdin(&args, REFUSED_CONFIG);
+        assert_eq!(run.exit, Exit::Failure, "{command:?}: {}", run.stderr);
+        if command[0] != "config" {
+            assert!(
+                run.stderr.contains(
+                    "error: the node-agent configuration (ConfigMap velero/node-agent-config (-, document 1)) cannot be loaded: "
+                ),
+                "{command:?}: {}",
+                run.stderr
+            );
+        }
+    }
+    // `config check` and `report` still print what they found.
+    let report = run_with_stdin(&["-f", "-", "report"], REFUSED_CONFIG);
+    assert!(
+        report
+            .stdout
+            .contains("Velero's node-agent would refuse to start with this configuration."),
+        "{}",
+        report.stdout
+    );
+}
