@@ -42,13 +42,14 @@ mod pair_counts;
 pub mod plugins;
 mod pod_info;
 mod profile;
+pub mod resources;
 mod result;
 mod selector;
 mod state;
 pub mod taints;
 
 pub use admission::apply_match_label_keys;
-pub use api::{BatchResult, Placement, ScheduleError, schedule, schedule_all};
+pub use api::{BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{
