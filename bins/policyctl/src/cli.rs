@@ -373,8 +373,16 @@ pub struct HostLabelsArgs {
     /// Label key carrying the host (default
     /// `node.cluster.x-k8s.io/esxi-host`; a
     /// `node-restriction.kubernetes.io/` key cannot be forged by kubelets).
-    #[arg(long, env = "POLICYCTL_HOST_LABEL_KEY")]
-    pub key: Option<String>,
+    /// Repeatable (or comma-separated): the first key is the primary one,
+    /// every Node gets all of them with the same value, as
+    /// `host-label-controller --label-key` writes them.
+    #[arg(
+        long = "key",
+        value_name = "KEY",
+        value_delimiter = ',',
+        env = "POLICYCTL_HOST_LABEL_KEY"
+    )]
+    pub keys: Vec<String>,
     /// Also preview Cluster API's Machine → Node label sync: every Machine
     /// label in the managed domains (`node-role.kubernetes.io`,
     /// `node-restriction.kubernetes.io`, `node.cluster.x-k8s.io` and their
@@ -402,9 +410,19 @@ pub struct HostLabelsArgs {
 pub enum HostLabelsAction {
     /// The always-valid label value for a host name (FQDN, IPv4 or IPv6).
     Sanitize {
-        /// The host name.
+        /// The host name (not empty).
+        #[arg(value_parser = host_name)]
         value: String,
     },
+}
+
+/// A host name for `sanitize`: anything but empty.
+fn host_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("a host name is required: an empty name identifies no host".to_owned())
+    } else {
+        Ok(text.to_owned())
+    }
 }
 
 /// Options of `modules`.

@@ -285,3 +285,198 @@ fn every_command_using_a_configuration_that_does_not_load_exits_1() {
         report.stdout
     );
 }
+
+/// Two ConfigMaps named `node-agent-config`, in `velero` and in `backup`,
+/// and another one, as `kubectl get cm -A -o yaml` prints them.
+const CONFIG_MAP_LIST: &str = "
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: kube-root-ca.crt, namespace: velero}
+  data: {ca.crt: x}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: node-agent-config, namespace: velero}
+  data:
+    config.json: '{\"loadConcurrency\": {\"globalConfig\": 3}}'
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: node-agent-config, namespace: backup}
+  data:
+    config.json: '{\"loadConcurrency\": {\"globalConfig\": 5}}'
+";
+
+/// The global concurrency `concurrency` computes, or the error.
+fn global_concurrency(args: &[&str], stdin: &str) -> Result<i64, String> {
+    let mut all = args.to_vec();
+    all.extend(["concurrency", "-o", "json"]);
+    let run = run_with_stdin(&all, stdin);
+    if run.exit != Exit::Success {
+        return Err(run.stderr);
+    }
+    let value: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    value["global"].as_i64().ok_or(run.stdout)
+}
+
+#[test]
+fn config_takes_a_list_and_picks_the_config_map() {
+    let dir = std::env::temp_dir().join(format!("policyctl-config-list-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("cms.yaml");
+    std::fs::write(&file, CONFIG_MAP_LIST).expect("write");
+    let file = file.display().to_string();
+    let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n";
+    // Several ConfigMaps of the default name: the namespace decides.
+    assert_eq!(
+        global_concurrency(
+            &[
+                "-f",
+                "-",
+                "--config",
+                &file,
+                "--config-map",
+                "backup/node-agent-config"
+            ],
+            node
+        ),
+        Ok(5)
+    );
+    assert_eq!(
+        global_concurrency(
+            &[
+                "-f",
+                "-",
+                "--config",
+                &file,
+                "--config-map",
+                "velero/node-agent-config"
+            ],
+            node
+        ),
+        Ok(3)
+    );
+    let error = global_concurrency(&["-f", "-", "--config", &file], node).expect_err("ambiguous");
+    assert_eq!(
+        error.replace(&file, "cms.yaml"),
+        "error: --config cms.yaml: the file holds several ConfigMaps (backup/node-agent-config, velero/node-agent-config); choose one with --config-map [NAMESPACE/]NAME\n"
+    );
+    // A List holding one ConfigMap of the default name is used as is.
+    let one = CONFIG_MAP_LIST.split("- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: node-agent-config, namespace: backup}").next().expect("prefix");
+    std::fs::write(&file, one).expect("write");
+    assert_eq!(
+        global_concurrency(&["-f", "-", "--config", &file], node),
+        Ok(3)
+    );
+    let error = global_concurrency(
+        &["-f", "-", "--config", &file, "--config-map", "other"],
+        node,
+    )
+    .expect_err("missing");
+    assert_eq!(
+        error.replace(&file, "cms.yaml"),
+        "error: --config cms.yaml: no ConfigMap other in the file; ConfigMaps read: velero/kube-root-ca.crt, velero/node-agent-config\n"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn config_map_takes_namespace_and_name_and_must_exist() {
+    assert_eq!(
+        global_concurrency(
+            &["-f", "-", "--config-map", "backup/node-agent-config"],
+            CONFIG_MAP_LIST
+        ),
+        Ok(5)
+    );
+    let ambiguous = global_concurrency(&["-f", "-"], CONFIG_MAP_LIST).expect_err("two namespaces");
+    assert_eq!(
+        ambiguous,
+        "error: ConfigMap node-agent-config is in several namespaces (backup, velero); choose one with --config-map NAMESPACE/node-agent-config\n"
+    );
+    // Named but missing: an error, as Velero's node-agent refuses to start
+    // without the ConfigMap it is told to read (C1.3).
+    for missing in ["velero/other", "other", "kube-system/node-agent-config"] {
+        let error = global_concurrency(&["-f", "-", "--config-map", missing], CONFIG_MAP_LIST)
+            .expect_err("missing");
+        assert_eq!(
+            error,
+            format!(
+                "error: --config-map {missing}: no such ConfigMap in the input (ConfigMaps read: backup/node-agent-config, velero/kube-root-ca.crt, velero/node-agent-config); add it with -f, or give the configuration with --config FILE\n"
+            )
+        );
+    }
+    // Not named and absent: Velero's defaults, with a note.
+    let run = run_with_stdin(
+        &["-f", "-", "concurrency"],
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
+    );
+    assert_eq!(run.exit, Exit::Success);
+    assert!(
+        run.stderr
+            .contains("using Velero's default node-agent configuration"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run_with_stdin(&["--config-map", "a/b/c", "concurrency"], "").exit,
+        Exit::Usage
+    );
+}
+
+#[test]
+fn sanitize_refuses_an_empty_host_name() {
+    for value in ["", "  "] {
+        let run = run_with_stdin(&["host-labels", "sanitize", value], "");
+        assert_eq!(run.exit, Exit::Usage, "{value:?}");
+        assert!(
+            run.stderr
+                .contains("a host name is required: an empty name identifies no host"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn host_label_keys_are_repeatable() {
+    let keys = [
+        "--key",
+        "node.cluster.x-k8s.io/esxi-host",
+        "--key",
+        "node-restriction.kubernetes.io/esxi-host",
+    ];
+    let mut args = vec!["host-labels"];
+    args.extend(keys);
+    args.extend(["-o", "json"]);
+    let run = ok(&args);
+    let value: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    // worker-b3 has neither label: it gets both, with the same host.
+    assert_eq!(
+        value["nodes"]["worker-b3"]["set"],
+        json!({
+            "node-restriction.kubernetes.io/esxi-host": "esx-04",
+            "node.cluster.x-k8s.io/esxi-host": "esx-04"
+        })
+    );
+    // The comma form is the same, and every invalid key is named.
+    let run = run_with_stdin(
+        &[
+            "host-labels",
+            "--key",
+            "node.cluster.x-k8s.io/esxi-host,node-restriction.kubernetes.io/esxi-host",
+            "-o",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(run.stdout, ok(&args).stdout);
+    let run = run_with_stdin(&["host-labels", "--key=-bad,also bad"], "");
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.contains("-bad") && run.stderr.contains("also bad"),
+        "{}",
+        run.stderr
+    );
+}

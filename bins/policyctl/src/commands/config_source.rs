@@ -158,13 +158,15 @@ pub fn from_file(
             match default.as_slice() {
                 [only] => **only,
                 _ => {
+                    // Name the ones that make the choice ambiguous.
+                    let names: Vec<String> = if default.is_empty() {
+                        several.iter().map(|(key, _)| key.to_string()).collect()
+                    } else {
+                        default.iter().map(|(key, _)| key.to_string()).collect()
+                    };
                     return Err(CommandError::Input(format!(
                         "--config {name}: the file holds several ConfigMaps ({}); choose one with --config-map [NAMESPACE/]NAME",
-                        several
-                            .iter()
-                            .map(|(key, _)| key.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        names.join(", ")
                     )));
                 }
             }

@@ -158,7 +158,7 @@ pub fn execute(
                     .sync_machine_labels
                     .then(|| host_labels::machine_sync(&args.additional_sync_machine_labels))
                     .transpose()?;
-                host_labels::run(inventory, args.key.as_deref(), sync.as_ref(), stderr)
+                host_labels::run(inventory, &args.keys, sync.as_ref(), stderr)
                     .map(CommandResult::success)
             }
         },

@@ -126,7 +126,7 @@ pub fn run(
         document.insert("soothe".to_owned(), rendered.document);
     }
 
-    let labels = host_labels::report(inventory, None, stderr)?;
+    let labels = host_labels::report(inventory, &[], stderr)?;
     text.push_str(&section(
         "Host labels and host anti-affinity audit",
         &host_labels::table_text(&labels),
