@@ -480,3 +480,153 @@ fn host_label_keys_are_repeatable() {
         run.stderr
     );
 }
+
+/// A bound PVC of an Immediate class, and a restore target of the same
+/// class; Nodes are added per case.
+const VOLUMES: &str = "
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: example.com/csi
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-data}
+spec:
+  storageClassName: fast
+  csi: {driver: example.com/csi, volumeHandle: h1}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop}
+spec: {storageClassName: fast, volumeName: pv-data}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: restored, namespace: shop}
+spec: {storageClassName: fast}
+";
+
+fn node(name: &str, os_label: Option<&str>) -> String {
+    let labels = os_label.map_or_else(String::new, |os| {
+        format!(", labels: {{kubernetes.io/os: {os:?}}}")
+    });
+    format!("---\napiVersion: v1\nkind: Node\nmetadata: {{name: {name}{labels}}}\n")
+}
+
+#[test]
+fn affinity_exits_1_like_velero_when_no_node_has_the_data_movers_os() {
+    let cases: [(&str, String, &[&str]); 4] = [
+        ("no nodes at all", String::new(), &[]),
+        ("windows only", node("win-1", Some("windows")), &[]),
+        ("unlabelled only", node("n-1", None), &[]),
+        (
+            "linux only, windows asked",
+            node("n-1", Some("linux")),
+            &["--node-os", "windows"],
+        ),
+    ];
+    let mut all = String::new();
+    for (name, nodes, extra) in cases {
+        for direction in [
+            &["--pvc", "shop/data"][..],
+            &["--pvc", "shop/restored", "--restore"],
+        ] {
+            let mut args = vec!["-f", "-", "affinity"];
+            args.extend(direction);
+            args.extend(extra);
+            let run = run_with_stdin(&args, &format!("{VOLUMES}{nodes}"));
+            assert_eq!(
+                run.exit,
+                Exit::Failure,
+                "{name} {direction:?}: {}",
+                run.stdout
+            );
+            assert!(run.stdout.is_empty());
+            all.push_str(&format!("{name}, {direction:?}: {}", run.stderr));
+        }
+    }
+    insta::assert_snapshot!("affinity_no_node_with_os", all);
+    // Velero counts a label value it does not know as Linux.
+    for os in ["linux", "freebsd", ""] {
+        let input = format!("{VOLUMES}{}", node("n-1", Some(os)));
+        let run = run_with_stdin(&["-f", "-", "affinity", "--pvc", "shop/data"], &input);
+        assert_eq!(run.exit, Exit::Success, "{os:?}: {}", run.stderr);
+    }
+    let input = format!("{VOLUMES}{}", node("win-1", Some("windows")));
+    let run = run_with_stdin(
+        &[
+            "-f",
+            "-",
+            "affinity",
+            "--pvc",
+            "shop/data",
+            "--node-os",
+            "windows",
+        ],
+        &input,
+    );
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+}
+
+#[test]
+fn a_class_with_two_ranges_matches_both_ranges() {
+    // `ns[a-z0-9]`: Velero's glob library cannot compile a class with two
+    // ranges, so Velero resolves the backup to no namespace and lets it run
+    // next to an overlapping backup. We read the class as written: it
+    // matches `nsa` and `ns1`, so the backup waits (see compatibility.md).
+    let input = "
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Namespace, metadata: {name: nsa}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: ns1}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: ns-x}}
+---
+apiVersion: velero.io/v1
+kind: Backup
+metadata: {name: running, namespace: velero, creationTimestamp: '2026-05-20T10:00:00Z'}
+spec: {includedNamespaces: [ns1]}
+status: {phase: InProgress}
+---
+apiVersion: velero.io/v1
+kind: Backup
+metadata: {name: classes, namespace: velero, creationTimestamp: '2026-05-20T10:01:00Z'}
+spec: {includedNamespaces: ['ns[a-z0-9]']}
+";
+    let run = run_with_stdin(
+        &[
+            "-f",
+            "-",
+            "queue",
+            "--concurrent-backups",
+            "2",
+            "-o",
+            "json",
+        ],
+        input,
+    );
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("invalid namespace filter"),
+        "{}",
+        run.stderr
+    );
+    let value: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(value["started"], json!([]));
+    assert_eq!(
+        value["waiting"]["velero/classes"],
+        json!("overlaps InProgress backup running on namespaces [ns1]")
+    );
+    // Both ranges match: with `nsa` alone running, it waits too, and a
+    // namespace outside the class does not block it.
+    let nsa = input.replace("includedNamespaces: [ns1]", "includedNamespaces: [nsa]");
+    let value = json_of(&["queue", "--concurrent-backups", "2"], &nsa);
+    assert_eq!(
+        value["waiting"]["velero/classes"],
+        json!("overlaps InProgress backup running on namespaces [nsa]")
+    );
+    let other = input.replace("includedNamespaces: [ns1]", "includedNamespaces: [ns-x]");
+    let value = json_of(&["queue", "--concurrent-backups", "2"], &other);
+    assert_eq!(value["started"], json!(["velero/classes"]));
+}

@@ -179,6 +179,10 @@ apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: data, namespace: shop}
 spec: {storageClassName: gold, volumeName: pv-1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/os: linux}}
 ";
     let run = run_with_stdin(&["-f", "-", "affinity", "--pvc", "shop/data"], input);
     assert_eq!(run.exit, Exit::Failure);

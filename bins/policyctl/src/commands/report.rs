@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{HostsAction, SootheMode};
-use crate::commands::affinity::{Direction, fragment_for_pvc};
+use crate::commands::affinity::{Direction, fragment_for_pvc, no_node_with_os};
 use crate::commands::config_source::ConfigInput;
 use crate::commands::queue::ConcurrentBackups;
 use crate::commands::soothe::DataMovers;
@@ -163,84 +163,86 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
     let running = node_agent_nodes(inventory);
     let mut rows = Vec::new();
     let mut document = Map::new();
-    let mut add =
-        |kind: &str, key: &ObjectKey, phase: String, pvc: Option<ObjectKey>, direction| {
-            let name = format!("{kind}/{key}");
-            let outcome = pvc
-                .as_ref()
-                .ok_or_else(|| "the load names no PVC".to_owned())
-                .and_then(|pvc_key| {
-                    inventory
-                        .persistent_volume_claims
-                        .get(pvc_key)
-                        .ok_or_else(|| {
-                            format!("PersistentVolumeClaim {pvc_key} is not in the input")
-                        })
-                })
-                .and_then(|pvc| {
-                    fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
-                        .map_err(|e| e.to_string())
-                });
-            let pvc_text = pvc
-                .as_ref()
-                .map_or_else(|| "-".to_owned(), ToString::to_string);
-            match outcome {
-                Ok(fragment) => {
-                    let diagnosis = diagnose(&fragment, &nodes, &running);
-                    let schedulable: Vec<String> = diagnosis
-                        .schedulable()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect();
-                    rows.push([
-                        name.clone(),
-                        phase.clone(),
-                        pvc_text.clone(),
-                        fragment.storage_class.clone(),
-                        fragment
-                            .load_affinity_index
-                            .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
-                        if schedulable.is_empty() {
-                            "NONE: the pod can never schedule".to_owned()
-                        } else {
-                            schedulable.join(", ")
-                        },
-                    ]);
-                    document.insert(
-                        name,
-                        json!({
-                            "phase": phase,
-                            "pvc": pvc_text,
-                            "storageClass": fragment.storage_class,
-                            "selectedLoadAffinity": fragment.load_affinity_index,
-                            "schedulableNodes": schedulable,
-                            "error": null,
-                        }),
-                    );
-                }
-                Err(error) => {
-                    rows.push([
-                        name.clone(),
-                        phase.clone(),
-                        pvc_text.clone(),
-                        "-".to_owned(),
-                        "-".to_owned(),
-                        format!("error: {error}"),
-                    ]);
-                    document.insert(
-                        name,
-                        json!({
-                            "phase": phase,
-                            "pvc": pvc_text,
-                            "storageClass": null,
-                            "selectedLoadAffinity": null,
-                            "schedulableNodes": [],
-                            "error": error,
-                        }),
-                    );
-                }
+    let mut add = |kind: &str,
+                   key: &ObjectKey,
+                   phase: String,
+                   pvc: Option<ObjectKey>,
+                   direction| {
+        let name = format!("{kind}/{key}");
+        let outcome = pvc
+            .as_ref()
+            .ok_or_else(|| "the load names no PVC".to_owned())
+            .and_then(|pvc_key| {
+                inventory
+                    .persistent_volume_claims
+                    .get(pvc_key)
+                    .ok_or_else(|| format!("PersistentVolumeClaim {pvc_key} is not in the input"))
+            })
+            .and_then(|pvc| match no_node_with_os(inventory, NodeOs::Linux) {
+                Some(error) => Err(error),
+                None => fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
+                    .map_err(|e| e.to_string()),
+            });
+        let pvc_text = pvc
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ToString::to_string);
+        match outcome {
+            Ok(fragment) => {
+                let diagnosis = diagnose(&fragment, &nodes, &running);
+                let schedulable: Vec<String> = diagnosis
+                    .schedulable()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                rows.push([
+                    name.clone(),
+                    phase.clone(),
+                    pvc_text.clone(),
+                    fragment.storage_class.clone(),
+                    fragment
+                        .load_affinity_index
+                        .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
+                    if schedulable.is_empty() {
+                        "NONE: the pod can never schedule".to_owned()
+                    } else {
+                        schedulable.join(", ")
+                    },
+                ]);
+                document.insert(
+                    name,
+                    json!({
+                        "phase": phase,
+                        "pvc": pvc_text,
+                        "storageClass": fragment.storage_class,
+                        "selectedLoadAffinity": fragment.load_affinity_index,
+                        "schedulableNodes": schedulable,
+                        "error": null,
+                    }),
+                );
             }
-        };
+            Err(error) => {
+                rows.push([
+                    name.clone(),
+                    phase.clone(),
+                    pvc_text.clone(),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                    format!("error: {error}"),
+                ]);
+                document.insert(
+                    name,
+                    json!({
+                        "phase": phase,
+                        "pvc": pvc_text,
+                        "storageClass": null,
+                        "selectedLoadAffinity": null,
+                        "schedulableNodes": [],
+                        "error": error,
+                    }),
+                );
+            }
+        }
+    };
     for (key, located) in &inventory.data_uploads {
         let phase = located.object.phase();
         if !(phase.is_new() || phase == velero_api::LoadPhase::Accepted) {

@@ -326,7 +326,8 @@ pub fn needs(command: &Command) -> Needs {
             action: ConfigAction::Check { .. },
         } => &[CONFIG],
         Command::Concurrency => &[CONFIG, &[Kind::Node]],
-        Command::Affinity(_) => &[CONFIG, STORAGE],
+        // Nodes: Velero fails the load when none has the data mover's OS.
+        Command::Affinity(_) => &[CONFIG, STORAGE, &[Kind::Node]],
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
