@@ -504,6 +504,16 @@ fn dev_zero_stops_at_once() {
         run.stderr,
         "error: /dev/zero: not a text file (a NUL byte at byte 0); policyctl reads YAML or JSON text\n"
     );
+    // `--config` is read with the same bounds.
+    let run = common::run(&["--config", "/dev/zero", "concurrency"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.ends_with(
+            "\nerror: --config /dev/zero: not a text file (a NUL byte at byte 0); policyctl reads YAML or JSON text\n"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
