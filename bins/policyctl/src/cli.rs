@@ -192,7 +192,11 @@ pub enum Command {
     /// source repository; its anchor is the identifier in lower case with the
     /// dot as a dash: A2.15 is docs/behaviour/velero.md#a2-15. The table's
     /// footer lists the rules it cites with their anchors.
-    Report,
+    Report(ReportArgs),
+    /// The read-only RBAC live mode needs (a ClusterRole and a Role in
+    /// Velero's namespace, list only), with bindings for the subjects given:
+    /// pipe it to `kubectl apply -f -`.
+    Rbac(crate::live::rbac::RbacArgs),
 }
 
 /// `config` subcommands.
@@ -240,9 +244,15 @@ pub enum NodeOsArg {
 /// Options of `queue`.
 #[derive(Debug, Args)]
 pub struct QueueArgs {
-    /// Velero's `--concurrent-backups` (values below 1 mean 1).
-    #[arg(long, default_value_t = 1, env = "POLICYCTL_CONCURRENT_BACKUPS")]
-    pub concurrent_backups: u32,
+    /// Velero's `--concurrent-backups` (values below 1 mean 1, as in
+    /// Velero).
+    #[arg(
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        env = "POLICYCTL_CONCURRENT_BACKUPS"
+    )]
+    pub concurrent_backups: i64,
 }
 
 /// Options of `soothe`.
@@ -251,6 +261,54 @@ pub struct SootheArgs {
     /// How the gate decides.
     #[arg(long, value_enum, default_value_t = SootheMode::Optimistic, env = "POLICYCTL_SOOTHE_MODE")]
     pub mode: SootheMode,
+    /// Gate the loads of this third-party data mover (`spec.datamover`), as
+    /// `load-soothe-controller --datamover` does; repeatable. Without it the
+    /// gate is Velero's node-agent gate: Velero's built-in data mover and
+    /// the pod-volume loads. Loads of other data movers are listed as not
+    /// gated here.
+    #[arg(
+        long = "datamover",
+        value_name = "NAME",
+        value_delimiter = ',',
+        value_parser = datamover_name,
+        env = "POLICYCTL_DATAMOVER"
+    )]
+    pub datamovers: Vec<String>,
+}
+
+/// Options of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Velero's `--concurrent-backups` for the backup queue section (values
+    /// below 1 mean 1, as in Velero).
+    #[arg(
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        env = "POLICYCTL_CONCURRENT_BACKUPS"
+    )]
+    pub concurrent_backups: i64,
+    /// How the load admission section's gate decides (as `soothe --mode`).
+    #[arg(long, value_enum, default_value_t = SootheMode::Optimistic, env = "POLICYCTL_SOOTHE_MODE")]
+    pub soothe_mode: SootheMode,
+    /// Third-party data mover the load admission section's gate serves (as
+    /// `soothe --datamover`); repeatable.
+    #[arg(
+        long = "datamover",
+        value_name = "NAME",
+        value_delimiter = ',',
+        value_parser = datamover_name,
+        env = "POLICYCTL_DATAMOVER"
+    )]
+    pub datamovers: Vec<String>,
+}
+
+/// A `--datamover` value: a third-party data mover's name.
+fn datamover_name(text: &str) -> Result<String, String> {
+    match crate::commands::refused_datamover(text) {
+        Some(reason) => Err(reason),
+        None => Ok(text.trim().to_owned()),
+    }
 }
 
 /// Gate modes of `soothe --mode`.
@@ -315,8 +373,16 @@ pub struct HostLabelsArgs {
     /// Label key carrying the host (default
     /// `node.cluster.x-k8s.io/esxi-host`; a
     /// `node-restriction.kubernetes.io/` key cannot be forged by kubelets).
-    #[arg(long, env = "POLICYCTL_HOST_LABEL_KEY")]
-    pub key: Option<String>,
+    /// Repeatable (or comma-separated): the first key is the primary one,
+    /// every Node gets all of them with the same value, as
+    /// `host-label-controller --label-key` writes them.
+    #[arg(
+        long = "key",
+        value_name = "KEY",
+        value_delimiter = ',',
+        env = "POLICYCTL_HOST_LABEL_KEY"
+    )]
+    pub keys: Vec<String>,
     /// Also preview Cluster API's Machine → Node label sync: every Machine
     /// label in the managed domains (`node-role.kubernetes.io`,
     /// `node-restriction.kubernetes.io`, `node.cluster.x-k8s.io` and their
@@ -344,9 +410,19 @@ pub struct HostLabelsArgs {
 pub enum HostLabelsAction {
     /// The always-valid label value for a host name (FQDN, IPv4 or IPv6).
     Sanitize {
-        /// The host name.
+        /// The host name (not empty).
+        #[arg(value_parser = host_name)]
         value: String,
     },
+}
+
+/// A host name for `sanitize`: anything but empty.
+fn host_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("a host name is required: an empty name identifies no host".to_owned())
+    } else {
+        Ok(text.to_owned())
+    }
 }
 
 /// Options of `modules`.

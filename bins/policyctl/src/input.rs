@@ -136,6 +136,16 @@ pub fn read_all(
     Ok(sources)
 }
 
+/// Reads one file on its own, with the same bounds as `-f` (a
+/// `--config` file).
+pub fn read_one(path: &Path, max_input_bytes: u64) -> Result<String, ManifestError> {
+    let mut budget = Budget {
+        limit: max_input_bytes,
+        used: 0,
+    };
+    read_file(path, &mut budget).map(|source| source.text)
+}
+
 /// Bytes left to read.
 struct Budget {
     limit: u64,

@@ -104,6 +104,12 @@ fn try_run(
         output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
         return Ok(Exit::Success);
     }
+    if let Command::Rbac(args) = &cli.command {
+        // Needs no input objects either.
+        let output = live::rbac::run(args, &cli.global).map_err(CommandError::Input)?;
+        output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
+        return Ok(Exit::Success);
+    }
     let inventory = if live::requested(&cli.global) {
         live::load(&cli.global, &cli.command, stderr)?
     } else {

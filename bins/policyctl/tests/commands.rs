@@ -121,7 +121,7 @@ fn every_contract_key_is_present() {
     let schedule = json(&["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"]);
     assert_eq!(
         keys(&schedule),
-        ["feasible", "scores", "selected", "unschedulable"]
+        ["feasible", "scores", "selected", "summary", "unschedulable"]
     );
     assert_eq!(
         keys(&schedule["scores"]),
@@ -179,6 +179,10 @@ apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: data, namespace: shop}
 spec: {storageClassName: gold, volumeName: pv-1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/os: linux}}
 ";
     let run = run_with_stdin(&["-f", "-", "affinity", "--pvc", "shop/data"], input);
     assert_eq!(run.exit, Exit::Failure);
@@ -524,11 +528,15 @@ fn soothe_contract_keys_and_admission_order() {
         [
             "admit",
             "constrained",
+            "dataMovers",
             "hold",
             "inPreparation",
+            "notGatedHere",
             "prepareQueueLength"
         ]
     );
+    assert_eq!(value["dataMovers"], serde_json::json!(["velero"]));
+    assert_eq!(value["notGatedHere"], serde_json::json!([]));
     // Three loads are in preparation against a limit of four: the oldest
     // waiting load gets the one free slot.
     assert_eq!(value["prepareQueueLength"], serde_json::json!(4));

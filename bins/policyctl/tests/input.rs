@@ -504,6 +504,16 @@ fn dev_zero_stops_at_once() {
         run.stderr,
         "error: /dev/zero: not a text file (a NUL byte at byte 0); policyctl reads YAML or JSON text\n"
     );
+    // `--config` is read with the same bounds.
+    let run = common::run(&["--config", "/dev/zero", "concurrency"]);
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr.ends_with(
+            "\nerror: --config /dev/zero: not a text file (a NUL byte at byte 0); policyctl reads YAML or JSON text\n"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -620,4 +630,24 @@ fn syntax_errors_name_file_document_line_and_column_without_parser_internals() {
         all.push_str(&format!("{name}: {}", run.stderr));
     }
     insta::assert_snapshot!("syntax_errors", all);
+}
+
+#[test]
+fn every_new_input_flag_is_also_an_environment_variable() {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let env = |id: &str| {
+        command
+            .get_arguments()
+            .find(|arg| arg.get_id() == id)
+            .and_then(|arg| arg.get_env())
+            .and_then(|env| env.to_str())
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        env("max_input_bytes").as_deref(),
+        Some("POLICYCTL_MAX_INPUT_BYTES")
+    );
+    assert_eq!(env("recursive").as_deref(), Some("POLICYCTL_RECURSIVE"));
+    assert_eq!(env("config_map").as_deref(), Some("POLICYCTL_CONFIG_MAP"));
 }

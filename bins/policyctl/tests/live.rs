@@ -1,31 +1,37 @@
-//! Live mode end to end: the policyctl binary reads the example cluster's
-//! objects from the API stand-in served on a loopback port, through a real
-//! kubeconfig file, and must print exactly what `-f` prints for the same
-//! objects.
+//! Live mode end to end: the policyctl binary, as a process, reads the
+//! example clusters' objects from the API stand-in served on a loopback port
+//! through a real kubeconfig file (`--kubeconfig`), and must print exactly
+//! what `-f` prints for the same objects, making list requests only.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kube_fake_api::server::Loopback;
-use kube_fake_api::{FakeApi, ResourceId, ResourceInfo};
+use kube_fake_api::{FakeApi, Registry, ResourceId, ResourceInfo, Verb};
 use policyctl::live::{Kind, Scope};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-/// The example files holding cluster objects (all but the HostInventory,
-/// which is a file and not a cluster object).
-fn example_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster");
-    policyctl::bundled::EXAMPLE_CLUSTER
-        .iter()
-        .map(|(name, _)| root.join(name.trim_start_matches("examples/cluster/")))
+/// The files of an example directory holding cluster objects (all but the
+/// HostInventory, which is a file and not a cluster object).
+fn example_files(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|x| x == "yaml"))
         .filter(|path| !path.ends_with("host-inventory.yaml"))
-        .collect()
+        .collect();
+    files.sort();
+    files
 }
 
-/// Every object of the example files, `kind: List` items included.
-fn example_objects() -> Vec<Value> {
+/// Every object of the files, `kind: List` items included.
+fn objects_of(files: &[PathBuf]) -> Vec<Value> {
     let mut objects = Vec::new();
-    for path in example_files() {
-        let text = std::fs::read_to_string(&path).unwrap();
+    for path in files {
+        let text = std::fs::read_to_string(path).unwrap();
         let name = path.display().to_string();
         for document in policyctl::manifest::parse_documents(&name, &text).unwrap() {
             let document = document.value;
@@ -51,62 +57,114 @@ fn example_objects() -> Vec<Value> {
     objects
 }
 
-/// The version the stand-in serves each kind at: Cluster API kinds at the
-/// version their example objects have (a real server serves every version;
-/// the stand-in one, so live mode's version fallback is exercised too).
-fn served_version(kind: Kind) -> &'static str {
-    let resource = kind.resource();
-    match kind {
-        Kind::Machine | Kind::MachineSet => "v1beta2",
-        _ => resource.versions[resource.versions.len() - 1],
-    }
-}
-
-fn resource_id(kind: Kind) -> ResourceId {
-    let resource = kind.resource();
-    ResourceId::new(resource.group, served_version(kind), resource.plural)
-}
-
-fn register(fake: &FakeApi, kind: Kind) {
-    let resource = kind.resource();
-    let version = served_version(kind);
-    let info = match resource.scope {
-        Scope::Cluster => {
-            ResourceInfo::cluster(resource.group, version, resource.kind, resource.plural)
-        }
-        Scope::AllNamespaces | Scope::VeleroNamespace => {
-            ResourceInfo::namespaced(resource.group, version, resource.kind, resource.plural)
-        }
-    };
-    fake.register(info);
-}
-
-/// The kind policyctl lists for an object, if any.
-fn kind_of(object: &Value) -> Option<Kind> {
+/// The kind policyctl lists for an object, with the object's version.
+fn kind_of(object: &Value) -> Option<(Kind, String)> {
     let api_version = object["apiVersion"].as_str()?;
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = object["kind"].as_str()?;
     Kind::ALL
         .into_iter()
         .find(|k| k.resource().kind == kind && k.resource().group == group)
+        .map(|k| (k, version.to_owned()))
 }
 
-/// A stand-in serving every kind policyctl lists, holding the example
-/// cluster's objects.
-fn example_stand_in() -> FakeApi {
-    let fake = FakeApi::new();
-    for kind in Kind::ALL {
-        register(&fake, kind);
+/// A stand-in serving the kinds policyctl lists (each at one version, as
+/// the newest the objects have, so that live mode's fallback from
+/// `v1beta2` to `v1beta1` is exercised where they have only `v1beta1`),
+/// holding the objects.
+struct Cluster {
+    fake: FakeApi,
+    ids: BTreeMap<Kind, ResourceId>,
+}
+
+impl Cluster {
+    /// Serves every kind but those `missing` (their CRDs are not
+    /// installed).
+    fn new(objects: &[Value], missing: &[Kind]) -> Self {
+        let fake = FakeApi::with_registry(Registry::empty());
+        let mut ids = BTreeMap::new();
+        for kind in Kind::ALL {
+            if missing.contains(&kind) {
+                continue;
+            }
+            let resource = kind.resource();
+            let version = resource
+                .versions
+                .iter()
+                .find(|v| {
+                    objects
+                        .iter()
+                        .any(|o| kind_of(o).is_some_and(|(k, ov)| k == kind && ov == **v))
+                })
+                .unwrap_or(&resource.versions[resource.versions.len() - 1]);
+            let info = match resource.scope {
+                Scope::Cluster => {
+                    ResourceInfo::cluster(resource.group, version, resource.kind, resource.plural)
+                }
+                Scope::AllNamespaces | Scope::VeleroNamespace => ResourceInfo::namespaced(
+                    resource.group,
+                    version,
+                    resource.kind,
+                    resource.plural,
+                ),
+            };
+            fake.register(info);
+            ids.insert(
+                kind,
+                ResourceId::new(resource.group, version, resource.plural),
+            );
+        }
+        for object in objects {
+            if let Some((kind, _)) = kind_of(object)
+                && let Some(id) = ids.get(&kind)
+            {
+                fake.seed_value(id, object.clone()).unwrap();
+            }
+        }
+        Self { fake, ids }
     }
-    let mut seeded = 0;
-    for object in example_objects() {
-        if let Some(kind) = kind_of(&object) {
-            fake.seed_value(&resource_id(kind), object).unwrap();
-            seeded += 1;
+
+    fn example(missing: &[Kind]) -> Self {
+        let objects = objects_of(&example_files("cluster"));
+        assert!(objects.len() > 70, "{} example objects", objects.len());
+        Self::new(&objects, missing)
+    }
+
+    /// The stand-in's objects of every kind it serves, as `kubectl get KIND
+    /// -A -o json` prints them (server-assigned fields such as
+    /// resourceVersion and uid included), in one file: "the same objects"
+    /// for `-f`.
+    fn dump(&self, name: &str) -> PathBuf {
+        let mut text = String::new();
+        for id in self.ids.values() {
+            let list = json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": self.fake.list_values(id, None),
+            });
+            text.push_str(&serde_json::to_string_pretty(&list).unwrap());
+            text.push('\n');
+        }
+        // Tests run in parallel in one process: a name per dump.
+        static DUMPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let number = DUMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "policyctl-live-{}-{number}-{name}.json",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// No request but lists: every one a GET of a collection.
+    fn assert_read_only(&self) {
+        let requests = self.fake.requests();
+        assert!(!requests.is_empty());
+        for request in requests {
+            assert_eq!(request.method, "GET", "{request:?}");
+            assert_eq!(request.verb, Some(Verb::List), "not a list: {request:?}");
         }
     }
-    assert!(seeded > 70, "only {seeded} example objects seeded");
-    fake
 }
 
 /// Result of one policyctl process.
@@ -118,18 +176,14 @@ struct Run {
 }
 
 async fn policyctl(args: &[&str]) -> Run {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_policyctl"))
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env_remove("POLICYCTL_KUBECONFIG")
-        .env_remove("POLICYCTL_FILENAME")
-        .env_remove("POLICYCTL_OUTPUT")
-        .env_remove("POLICYCTL_LIVE")
-        .env_remove("POLICYCTL_CONTEXT")
-        .env_remove("POLICYCTL_NAMESPACE")
-        .output()
-        .await
-        .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_policyctl"));
+    command.args(args).env_remove("KUBECONFIG");
+    for (name, _) in std::env::vars() {
+        if name.starts_with("POLICYCTL_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command.output().await.unwrap();
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8(output.stdout).unwrap(),
@@ -144,27 +198,6 @@ async fn live(server: &Loopback, args: &[&str]) -> Run {
     policyctl(&all).await
 }
 
-/// The stand-in's objects of every kind policyctl reads, as `kubectl get
-/// KIND -A -o json` prints them (server-assigned fields such as
-/// resourceVersion and uid included), in one file: "the same objects" for
-/// `-f`.
-fn dump(fake: &FakeApi, name: &str) -> PathBuf {
-    let mut text = String::new();
-    for kind in Kind::ALL {
-        let list = serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "List",
-            "items": fake.list_values(&resource_id(kind), None),
-        });
-        text.push_str(&serde_json::to_string_pretty(&list).unwrap());
-        text.push('\n');
-    }
-    let path =
-        std::env::temp_dir().join(format!("policyctl-live-{}-{name}.json", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 async fn from_file(file: &Path, args: &[&str]) -> Run {
     let file = file.display().to_string();
     let mut all = vec!["-f", file.as_str()];
@@ -172,69 +205,471 @@ async fn from_file(file: &Path, args: &[&str]) -> Run {
     policyctl(&all).await
 }
 
-/// Byte equality, reporting the first line that differs.
-fn assert_same(live: &str, files: &str, args: &[&str]) {
-    if live != files {
+/// Byte equality of the outputs and equal exit codes, reporting the first
+/// line that differs.
+fn assert_same(live: &Run, files: &Run, args: &[&str]) {
+    assert_eq!(
+        live.code, files.code,
+        "exit codes differ for {args:?}: live {}, -f {}",
+        live.stderr, files.stderr
+    );
+    if live.stdout != files.stdout {
         let (number, (l, f)) = live
+            .stdout
             .lines()
-            .zip(files.lines())
+            .zip(files.stdout.lines())
             .enumerate()
             .find(|(_, (l, f))| l != f)
             .unwrap_or((0, ("<length>", "<length>")));
         panic!(
-            "live and -f differ for {args:?} at line {}:\n live: {l}\n   -f: {f}\nlive stdout:\n{live}",
-            number + 1
+            "live and -f differ for {args:?} at line {}:\n live: {l}\n   -f: {f}\nlive stdout:\n{}",
+            number + 1,
+            live.stdout
         );
     }
 }
 
-/// No request but reads: every one a GET answered by list (or discovery).
-fn assert_read_only(fake: &FakeApi) {
-    let requests = fake.requests();
-    assert!(!requests.is_empty());
-    for request in requests {
-        assert_eq!(request.method, "GET", "{request:?}");
-        assert!(
-            matches!(request.verb, Some(kube_fake_api::Verb::List)),
-            "not a list: {request:?}"
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_output_is_byte_identical_to_dash_f_on_the_same_objects() {
-    let fake = example_stand_in();
-    let server = Loopback::start(fake.clone(), None).await.unwrap();
-    let file = dump(&fake, "equality");
-    for args in [
-        &["report", "-o", "json"][..],
-        &["queue", "-o", "json"],
-        &["soothe", "-o", "json"],
-        &["soothe", "--mode", "exact", "-o", "json"],
-        &["config", "check", "-o", "json"],
-    ] {
-        let live = live(&server, args).await;
+/// Runs each command live and with `-f` on a dump of the same objects.
+async fn assert_live_equals_files(cluster: &Cluster, server: &Loopback, commands: &[&[&str]]) {
+    let file = cluster.dump("equality");
+    for args in commands {
+        let live = live(server, args).await;
         let files = from_file(&file, args).await;
         assert_eq!(live.code, 0, "live {args:?}: {}", live.stderr);
-        assert_eq!(files.code, 0, "-f {args:?}: {}", files.stderr);
         assert!(live.stdout.len() > 20, "{args:?}: {}", live.stdout);
-        assert_same(&live.stdout, &files.stdout, args);
+        assert!(!live.stderr.contains("cannot list"), "{}", live.stderr);
+        assert_same(&live, &files, args);
     }
-    assert_read_only(&fake);
-    // Not vacuous: live mode read every object of the example cluster
-    // (but its HostInventory, which is not a cluster object).
-    let report = live(&server, &["report", "-o", "json"]).await;
-    let mut objects: Value = serde_json::from_str(&report.stdout).unwrap();
-    let bundled = policyctl(&["report", "-o", "json"]).await;
-    let mut expected: Value = serde_json::from_str(&bundled.stdout).unwrap();
-    expected["objects"]["HostInventory"] = Value::from(0);
-    assert_eq!(objects["objects"].take(), expected["objects"].take());
     let _ = std::fs::remove_file(file);
 }
 
+/// Every command that reads the cluster, on the example cluster. Each
+/// lists only the kinds it declares, so equality with `-f` on every object
+/// also checks that the declarations are complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dash_f_with_kubeconfig_is_a_usage_error() {
-    let run = policyctl(&["-f", "x.yaml", "--kubeconfig", "k", "report"]).await;
+async fn every_command_live_is_byte_identical_to_dash_f_on_the_same_objects() {
+    let cluster = Cluster::example(&[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    assert_live_equals_files(
+        &cluster,
+        &server,
+        &[
+            &["report", "-o", "json"],
+            &["queue", "-o", "json"],
+            &["queue", "--concurrent-backups", "3", "-o", "json"],
+            &["soothe", "-o", "json"],
+            &["soothe", "--mode", "exact", "-o", "json"],
+            &["config", "check", "-o", "json"],
+            &["concurrency", "-o", "json"],
+            &["affinity", "--pvc", "shop/data-shop-0", "-o", "json"],
+            &[
+                "affinity",
+                "--pvc",
+                "shop/restored-data",
+                "--restore",
+                "-o",
+                "json",
+            ],
+            &["schedule", "--all", "-o", "json"],
+            &[
+                "schedule",
+                "--pod",
+                "shop/web-7c9f8d6b5-r9t2x",
+                "-o",
+                "json",
+            ],
+            &["host-labels", "-o", "json"],
+            &["host-labels", "--sync-machine-labels", "-o", "json"],
+            &[
+                "diagnose",
+                "--pod",
+                "velero/nightly-apps-20260520-c7d5n",
+                "-o",
+                "json",
+            ],
+        ],
+    )
+    .await;
+    cluster.assert_read_only();
+
+    // Not vacuous: live mode read every object of the example cluster
+    // (but its HostInventory, which is not a cluster object).
+    let report = live(&server, &["report", "-o", "json"]).await;
+    let mut read: Value = serde_json::from_str(&report.stdout).unwrap();
+    let bundled = policyctl(&["report", "-o", "json"]).await;
+    let mut expected: Value = serde_json::from_str(&bundled.stdout).unwrap();
+    expected["objects"]["HostInventory"] = Value::from(0);
+    assert_eq!(read["objects"].take(), expected["objects"].take());
+}
+
+/// The Cluster API kinds of a management cluster, for `modules`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modules_live_is_byte_identical_to_dash_f_on_a_management_cluster() {
+    let objects = objects_of(&example_files("management-cluster"));
+    let cluster = Cluster::new(&objects, &[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    assert_live_equals_files(
+        &cluster,
+        &server,
+        &[
+            &["modules", "--cluster", "clusters/prod-east", "-o", "json"],
+            &["modules", "-o", "json"],
+            &["host-labels", "--sync-machine-labels", "-o", "json"],
+            &["report", "-o", "json"],
+        ],
+    )
+    .await;
+    cluster.assert_read_only();
+    let report = live(&server, &["report", "-o", "json"]).await;
+    let read: Value = serde_json::from_str(&report.stdout).unwrap();
+    for kind in [
+        "Machine",
+        "VSphereCluster",
+        "VSphereVM",
+        "KubeadmControlPlane",
+    ] {
+        assert!(
+            read["objects"][kind].as_u64().unwrap_or(0) > 0,
+            "{kind}: {}",
+            read["objects"]
+        );
+    }
+}
+
+/// Lists come in pages of --chunk-size (500 by default) objects, all of
+/// them read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_are_read_page_by_page() {
+    let mut objects = objects_of(&example_files("cluster"));
+    for index in 0..1_100 {
+        objects.push(json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": format!("tenant-{index:04}"), "creationTimestamp": "2026-01-01T00:00:00Z"},
+        }));
+    }
+    let cluster = Cluster::new(&objects, &[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    assert_live_equals_files(&cluster, &server, &[&["queue", "-o", "json"]]).await;
+    let namespace_lists: Vec<_> = cluster
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.is(Verb::List, "namespaces"))
+        .collect();
+    assert_eq!(namespace_lists.len(), 3, "{namespace_lists:?}");
+    assert!(
+        namespace_lists
+            .iter()
+            .all(|r| r.query.contains("limit=500"))
+    );
+    assert_eq!(
+        namespace_lists
+            .iter()
+            .filter(|r| r.query.contains("continue="))
+            .count(),
+        2
+    );
+
+    // Small pages give the same answer.
+    cluster.fake.clear_requests();
+    let small = live(&server, &["--chunk-size", "2", "report", "-o", "json"]).await;
+    let large = live(&server, &["report", "-o", "json"]).await;
+    assert_eq!(small.code, 0, "{}", small.stderr);
+    assert_eq!(small.stdout, large.stdout);
+    let pod_pages = cluster
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.is(Verb::List, "pods") && r.query.contains("limit=2"))
+        .count();
+    assert_eq!(pod_pages, 18 / 2, "18 pods in pages of 2");
+    cluster.assert_read_only();
+}
+
+/// `policyctl rbac` is all live mode needs: run as a ServiceAccount bound
+/// by its output, no request is denied; without the DataUpload rule, that
+/// kind is a note and the command goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_rbac_suffices_and_a_forbidden_kind_is_a_note() {
+    let rbac = policyctl(&["rbac", "--service-account", "tools/policyctl"]).await;
+    assert_eq!(rbac.code, 0, "{}", rbac.stderr);
+
+    let cluster = Cluster::example(&[]);
+    cluster.fake.enforce_rbac(&rbac.stdout).unwrap();
+    let server = Loopback::start(cluster.fake.clone(), Some(("tools", "policyctl")))
+        .await
+        .unwrap();
+    let report = live(&server, &["report", "-o", "json"]).await;
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    assert!(
+        cluster.fake.denied().is_empty(),
+        "{:?}",
+        cluster.fake.denied()
+    );
+    assert!(!report.stderr.contains("cannot list"), "{}", report.stderr);
+    assert_live_equals_files(&cluster, &server, &[&["report", "-o", "json"]]).await;
+
+    // The same roles without datauploads.
+    let without = rbac.stdout.replace("  - datauploads\n", "");
+    assert_ne!(without, rbac.stdout);
+    let cluster = Cluster::example(&[]);
+    cluster.fake.enforce_rbac(&without).unwrap();
+    let server = Loopback::start(cluster.fake.clone(), Some(("tools", "policyctl")))
+        .await
+        .unwrap();
+    let soothe = live(&server, &["soothe", "-o", "json"]).await;
+    assert_eq!(soothe.code, 0, "{}", soothe.stderr);
+    assert!(
+        soothe.stderr.contains(
+            "note: cannot list velero.io/v2alpha1 DataUpload in namespace velero: forbidden (403)"
+        ),
+        "{}",
+        soothe.stderr
+    );
+    assert!(soothe.stderr.contains("going on without them"));
+    assert_eq!(
+        cluster.fake.denied().len(),
+        1,
+        "{:?}",
+        cluster.fake.denied()
+    );
+    // The answer is the one for the objects policyctl could read.
+    let unread = cluster.dump("no-datauploads");
+    let text = std::fs::read_to_string(&unread).unwrap();
+    let mut documents: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect();
+    for document in &mut documents {
+        if let Some(items) = document["items"].as_array_mut() {
+            items.retain(|item| item["kind"] != "DataUpload");
+        }
+    }
+    let text: Vec<String> = documents.iter().map(Value::to_string).collect();
+    std::fs::write(&unread, text.join("\n")).unwrap();
+    assert_same(
+        &soothe,
+        &from_file(&unread, &["soothe", "-o", "json"]).await,
+        &["soothe"],
+    );
+    let _ = std::fs::remove_file(unread);
+    cluster.assert_read_only();
+}
+
+/// No Velero and no Cluster API installed: each of their kinds is a note
+/// (404) and the report is the one of the remaining objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinds_without_their_crd_are_notes() {
+    let missing = [
+        Kind::Backup,
+        Kind::PodVolumeBackup,
+        Kind::PodVolumeRestore,
+        Kind::DataUpload,
+        Kind::DataDownload,
+        Kind::Machine,
+        Kind::Cluster,
+        Kind::KubeadmControlPlane,
+        Kind::MachineDeployment,
+        Kind::MachineSet,
+        Kind::VSphereCluster,
+        Kind::VSphereMachineTemplate,
+        Kind::VSphereVM,
+    ];
+    let cluster = Cluster::example(&missing);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let report = live(&server, &["report", "-o", "json"]).await;
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let notes: Vec<&str> = report
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("note: cannot list"))
+        .collect();
+    assert_eq!(notes.len(), missing.len(), "{}", report.stderr);
+    assert!(report.stderr.contains(
+        "note: cannot list velero.io/v1 Backup in namespace velero: not found (404): the server does not serve this kind (is its CustomResourceDefinition installed?); going on without them"
+    ), "{}", report.stderr);
+    assert!(
+        report.stderr.contains(
+            "note: cannot list cluster.x-k8s.io/{v1beta2,v1beta1} Machine: not found (404)"
+        ),
+        "{}",
+        report.stderr
+    );
+    let file = cluster.dump("no-crds");
+    assert_same(
+        &report,
+        &from_file(&file, &["report", "-o", "json"]).await,
+        &["report"],
+    );
+    let _ = std::fs::remove_file(file);
+    cluster.assert_read_only();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dash_f_with_a_live_option_is_a_usage_error() {
+    for live in [&["--kubeconfig", "k"][..], &["--context", "c"], &["--live"]] {
+        let mut args = vec!["-f", "x.yaml"];
+        args.extend_from_slice(live);
+        args.push("report");
+        let run = policyctl(&args).await;
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+        assert!(run.stderr.contains(live[0]), "{}", run.stderr);
+    }
+    let run = policyctl(&["-n", "velero", "queue"]).await;
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("--kubeconfig"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: --namespace velero applies to live mode only"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_in_live_mode_is_a_usage_error() {
+    let cluster = Cluster::example(&[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let run = live(&server, &["hosts", "plan"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("HostInventory"), "{}", run.stderr);
+    assert!(cluster.fake.requests().is_empty());
+}
+
+/// Anything but 403 and 404 ends the run: one line naming the server or
+/// the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_and_bad_kubeconfig_exit_1_with_one_line() {
+    // A port nothing listens on: bind one, then free it.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let kubeconfig =
+        std::env::temp_dir().join(format!("policyctl-live-{}-refused", std::process::id()));
+    std::fs::write(&kubeconfig, kube_fake_api::server::kubeconfig(&url, None)).unwrap();
+    let path = kubeconfig.display().to_string();
+    let run = policyctl(&["--kubeconfig", &path, "queue"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("error: cannot list"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(&url), "{}", run.stderr);
+
+    std::fs::write(&kubeconfig, "clusters: [not, a, kubeconfig").unwrap();
+    let run = policyctl(&["--kubeconfig", &path, "queue"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with(&format!("error: --kubeconfig {path}: ")),
+        "{}",
+        run.stderr
+    );
+
+    let missing = format!("{path}.missing");
+    let run = policyctl(&["--kubeconfig", &missing, "queue"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains(&missing), "{}", run.stderr);
+
+    std::fs::write(&kubeconfig, kube_fake_api::server::kubeconfig(&url, None)).unwrap();
+    let run = policyctl(&["--kubeconfig", &path, "--context", "nope", "queue"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("nope"), "{}", run.stderr);
+    let _ = std::fs::remove_file(kubeconfig);
+}
+
+/// Installed as `kubectl-policy`, live mode is the default (`kubectl
+/// policy report`); `-f` still reads files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_a_kubectl_plugin_live_mode_is_the_default() {
+    let cluster = Cluster::example(&[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let dir = std::env::temp_dir().join(format!("policyctl-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plugin = dir.join("kubectl-policy");
+    let _ = std::fs::remove_file(&plugin);
+    std::fs::copy(env!("CARGO_BIN_EXE_policyctl"), &plugin).unwrap();
+    let run = |args: &[&str], kubeconfig: Option<&Path>| {
+        let mut command = tokio::process::Command::new(&plugin);
+        command.args(args);
+        for (name, _) in std::env::vars() {
+            if name.starts_with("POLICYCTL_") {
+                command.env_remove(name);
+            }
+        }
+        match kubeconfig {
+            Some(path) => command.env("KUBECONFIG", path),
+            None => command.env_remove("KUBECONFIG"),
+        };
+        command.output()
+    };
+    let output = run(&["queue", "-o", "json"], Some(server.kubeconfig_path()))
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        !cluster.fake.requests().is_empty(),
+        "no request reached the cluster"
+    );
+    let file = cluster.dump("plugin");
+    let files = from_file(&file, &["queue", "-o", "json"]).await;
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), files.stdout);
+
+    cluster.fake.clear_requests();
+    let path = file.display().to_string();
+    let output = run(
+        &["-f", &path, "queue", "-o", "json"],
+        Some(server.kubeconfig_path()),
+    )
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(cluster.fake.requests().is_empty());
+    let _ = std::fs::remove_file(file);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The roles users apply: list only, the kinds live mode reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_manifests_snapshot() {
+    let run = policyctl(&["rbac", "-n", "backup", "--user", "alice", "--group", "sre"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!("rbac_manifests", run.stdout);
+    let roles_only = policyctl(&["rbac", "-o", "json"]).await;
+    let document: Value = serde_json::from_str(&roles_only.stdout).unwrap();
+    let kinds: Vec<&str> = document["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ClusterRole", "Role"]);
+    for item in document["items"].as_array().unwrap() {
+        for rule in item["rules"].as_array().unwrap() {
+            assert_eq!(rule["verbs"], json!(["list"]));
+        }
+    }
+}
+
+/// The roles shown in docs/policyctl.md are the ones `policyctl rbac`
+/// prints (and the tests enforce).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documented_roles_are_the_generated_ones() {
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/policyctl.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("### RBAC").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let documented: Vec<Value> = serde_saphyr::from_multiple(block).unwrap();
+    let generated = policyctl(&["rbac", "-o", "json"]).await;
+    let generated: Value = serde_json::from_str(&generated.stdout).unwrap();
+    assert_eq!(Value::Array(documented), generated["items"]);
 }

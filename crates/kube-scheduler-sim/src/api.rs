@@ -100,18 +100,13 @@ impl ClusterState {
         if let Some(e) = core.error.as_ref().or(core.score_error.as_ref()) {
             return e.clone();
         }
+        if n == 0 {
+            return fit_error_summary(0, Vec::<Vec<String>>::new());
+        }
         match &core.all_nodes {
             Some(AllNodes::Reason(r)) => format!("0/{n} nodes are available: {}.", r.message()),
             Some(AllNodes::Message(m)) => format!("0/{n} nodes are available: {m}."),
-            None => {
-                let mut hist: BTreeMap<&str, usize> = BTreeMap::new();
-                for r in core.reasons.iter().flatten() {
-                    *hist.entry(r.message()).or_default() += 1;
-                }
-                let mut parts: Vec<String> = hist.iter().map(|(m, c)| format!("{c} {m}")).collect();
-                parts.sort();
-                format!("0/{n} nodes are available: {}.", parts.join(", "))
-            }
+            None => fit_error_summary(n, core.reasons.iter().flatten().map(|r| r.reasons())),
         }
     }
 
@@ -131,11 +126,13 @@ impl ClusterState {
                     plugin: crate::result::Plugin::InterPodAffinity,
                     code: crate::result::Code::UnschedulableAndUnresolvable,
                     message: m.clone(),
+                    reasons: vec![m.clone()],
                 },
             };
             for node in &self.nodes {
                 res.unschedulable.insert(node.name.clone(), failure.clone());
             }
+            res.summary = Some(self.fit_error(core));
             return res;
         }
         for (i, r) in core.reasons.iter().enumerate() {
@@ -149,6 +146,9 @@ impl ClusterState {
         }
         res.feasible.sort();
         res.error = core.score_error.clone();
+        if res.feasible.is_empty() {
+            res.summary = Some(self.fit_error(core));
+        }
         let names: Vec<&str> = core
             .scored
             .iter()
@@ -196,6 +196,33 @@ impl ClusterState {
     }
 }
 
+/// `FitError.Error()` after a Filter failure: `0/N nodes are available: `
+/// then, per distinct reason, `<nodes> <reason>` (a node counts once for
+/// each of its reasons), sorted as strings and joined with `, `, then `.`.
+/// kube-scheduler appends the preemption outcome, which is not simulated.
+pub fn fit_error_summary<I, R>(nodes: usize, reasons_per_node: I) -> String
+where
+    I: IntoIterator<Item = R>,
+    R: IntoIterator<Item = String>,
+{
+    let mut hist: BTreeMap<String, usize> = BTreeMap::new();
+    for reasons in reasons_per_node {
+        for r in reasons {
+            *hist.entry(r).or_default() += 1;
+        }
+    }
+    if nodes == 0 {
+        // `ErrNoNodesAvailable`: kube-scheduler stops before filtering.
+        return "no nodes available to schedule pods".to_owned();
+    }
+    let mut parts: Vec<String> = hist.iter().map(|(m, c)| format!("{c} {m}")).collect();
+    parts.sort();
+    if parts.is_empty() {
+        return format!("0/{nodes} nodes are available:");
+    }
+    format!("0/{nodes} nodes are available: {}.", parts.join(", "))
+}
+
 /// Evaluate the pod `namespace/name` (pending or bound; a bound pod is
 /// evaluated as if it were not yet placed) against the other pods.
 ///
@@ -218,7 +245,8 @@ pub fn schedule(
         .find(|p| is_target(p))
         .ok_or_else(|| ScheduleError::UnknownPod(format!("{namespace}/{name}")))?;
     let others: Vec<Pod> = pods.iter().filter(|p| !is_target(p)).cloned().collect();
-    let state = ClusterState::new(nodes, namespaces, &others, opts.merge_match_label_keys);
+    let state =
+        ClusterState::from_snapshot(nodes, namespaces, &others, opts.merge_match_label_keys)?;
     let mut incoming = target.clone();
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;
@@ -236,7 +264,8 @@ pub fn schedule_all(
     opts: &Options,
 ) -> Result<BatchResult, ScheduleError> {
     opts.validate()?;
-    let mut state = ClusterState::new(nodes, namespaces, pods, opts.merge_match_label_keys);
+    let mut state =
+        ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
     let mut pending: Vec<&Pod> = pods
         .iter()
         .filter(|p| {

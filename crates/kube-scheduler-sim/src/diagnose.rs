@@ -1,15 +1,20 @@
 //! "Why not this node?": the first failing requirement in plain words.
 //!
-//! Runs the same checks in the same order as the evaluator (NodeAffinity,
-//! PodTopologySpread, InterPodAffinity), then walks the placed pods to name
-//! the pod and domain responsible. Meant for a `diagnose` command; not fast.
+//! Runs the same checks in the same order as the evaluator
+//! (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+//! NodeResourcesFit, PodTopologySpread, InterPodAffinity), then names what
+//! is responsible: the taint, the cordon, each resource with its amounts,
+//! the pod holding a host port, the pod and domain of an (anti-)affinity
+//! match. Meant for a `diagnose` command; not fast.
 
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
+use crate::plugins::node_resources_fit::Insufficient;
+use crate::plugins::node_unschedulable::UNSCHEDULABLE_TAINT_KEY;
 use crate::plugins::pod_topology_spread::spread_prefilter;
 use crate::profile::{AllNodes, evaluate};
-use crate::result::{Options, Plugin};
+use crate::result::{Options, Plugin, Rejection};
 use crate::state::ClusterState;
 
 /// The verdict on one node with an explanation.
@@ -68,21 +73,47 @@ pub fn diagnose(
         }
         None => {}
     }
-    let Some(reason) = core.reasons[node as usize] else {
+    let Some(rejection) = core.reasons[node as usize].clone() else {
         d.fits = true;
-        d.explanation =
-            "the pod passes NodeAffinity, PodTopologySpread and InterPodAffinity on this node"
-                .to_owned();
+        d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread and InterPodAffinity on this node".to_owned();
         return Some(d);
     };
-    d.plugin = Some(reason.plugin());
-    d.message = Some(reason.message().to_owned());
+    d.plugin = Some(rejection.plugin());
+    d.message = Some(rejection.failure().message);
     info.resolve_namespaces(&state.namespaces);
     let entry = &state.nodes[node as usize];
+    let reason = match &rejection {
+        Rejection::Taint(taint) => {
+            d.explanation = format!(
+                "the node has taint {}, which no toleration of the pod tolerates",
+                crate::taints::describe(taint)
+            );
+            return Some(d);
+        }
+        Rejection::Resources(short) => {
+            d.explanation = short
+                .iter()
+                .map(Insufficient::explain)
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Some(d);
+        }
+        Rejection::Fixed(reason) => *reason,
+    };
     let labels = &entry.labels;
     let empty = Default::default();
     let pod_name = |p: &crate::pod_info::PodInfo| p.key();
     d.explanation = match reason.plugin() {
+        Plugin::NodeUnschedulable => format!(
+            "the node is cordoned (spec.unschedulable: true) and the pod does not tolerate the {UNSCHEDULABLE_TAINT_KEY}:NoSchedule taint"
+        ),
+        Plugin::NodeName => format!(
+            "the pod's spec.nodeName is {:?}, another node",
+            info.node_name.as_deref().unwrap_or_default()
+        ),
+        Plugin::NodePorts => explain_ports(state, &info, node),
+        // Carried by `Rejection::Taint` / `Rejection::Resources` above.
+        Plugin::TaintToleration | Plugin::NodeResourcesFit => String::new(),
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();
@@ -183,6 +214,24 @@ pub fn diagnose(
         }
     };
     Some(d)
+}
+
+fn explain_ports(state: &ClusterState, info: &crate::pod_info::PodInfo, node: u32) -> String {
+    let entry = &state.nodes[node as usize];
+    for wanted in &info.host_ports {
+        let Some(used) = entry.used_ports.conflict(wanted) else {
+            continue;
+        };
+        let holder = state
+            .placed()
+            .filter(|(_, n)| *n == node)
+            .map(|(p, _)| p)
+            .find(|p| p.host_ports.contains(used))
+            .map(|p| format!("pod {}", p.key()))
+            .unwrap_or_else(|| "a pod".to_owned());
+        return format!("host port {wanted} is taken: {holder} on this node uses {used}");
+    }
+    "a requested host port is already in use on this node".to_owned()
 }
 
 fn explain_node_affinity(pod: &Pod, labels: &std::collections::BTreeMap<String, String>) -> String {

@@ -8,9 +8,13 @@
 //! place whole batches incrementally and explain any verdict node by node.
 //!
 //! Plugins, one module each under [`plugins`]:
-//! - filters — NodeAffinity (nodeSelector and required node affinity,
-//!   C.1–C.4, C.6), PodTopologySpread `DoNotSchedule` (C.23) and
-//!   InterPodAffinity (C.7–C.17); the first failure per node is reported;
+//! - filters, in the default profile's order (C.31) — NodeUnschedulable
+//!   (C.25), NodeName (C.26), TaintToleration (C.27), NodeAffinity
+//!   (nodeSelector and required node affinity, C.1–C.4, C.6), NodePorts
+//!   (C.28), NodeResourcesFit (C.29, C.30), PodTopologySpread
+//!   `DoNotSchedule` (C.23) and InterPodAffinity (C.7–C.17); the first
+//!   failure per node is reported, and kube-scheduler's FitError summary
+//!   when no node fits;
 //! - scores — NodeAffinity (C.5) and InterPodAffinity (C.18–C.20), raw and
 //!   normalised.
 //!
@@ -24,8 +28,9 @@
 //! - [`diagnose`]: why a pod does not fit one node, in plain words.
 //!
 //! Shared Kubernetes rules have their one home here and are public for other
-//! crates: [`node_selector`] (node selector terms and requirements) and
-//! [`taints`] (tolerations).
+//! crates: [`node_selector`] (node selector terms and requirements),
+//! [`taints`] (tolerations) and [`resources`] (a pod's effective requests, a
+//! node's allocatable).
 //!
 //! Node selection is deterministic (spec 0.3, C.22): the feasible node with
 //! the highest `2 × NodeAffinity + 2 × InterPodAffinity` normalised score
@@ -42,13 +47,14 @@ mod pair_counts;
 pub mod plugins;
 mod pod_info;
 mod profile;
+pub mod resources;
 mod result;
 mod selector;
 mod state;
 pub mod taints;
 
 pub use admission::apply_match_label_keys;
-pub use api::{BatchResult, Placement, ScheduleError, schedule, schedule_all};
+pub use api::{BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{

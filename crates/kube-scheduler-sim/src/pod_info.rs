@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAf
 use kube_validation::ParseError;
 
 use crate::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
+use crate::plugins::node_ports::{HostPort, host_ports};
+use crate::resources::{QuantityProblem, Resources, pod_requests};
 use crate::selector::PodSelector;
 
 /// Which namespaces a term looks at (C.7): a name set, or namespaces whose
@@ -122,6 +124,11 @@ pub struct PodInfo {
     pub(crate) affinity_error: Option<String>,
     pub(crate) spread: Result<Vec<SpreadConstraint>, ParseError>,
     pub(crate) tolerations: Vec<Toleration>,
+    /// Effective requests (NodeResourcesFit), or the quantity that does not
+    /// parse.
+    pub(crate) requests: Result<Resources, QuantityProblem>,
+    /// Host ports (NodePorts).
+    pub(crate) host_ports: Vec<HostPort>,
 }
 
 impl PodInfo {
@@ -236,6 +243,8 @@ impl PodInfo {
             affinity_error,
             spread,
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
+            requests: pod_requests(pod),
+            host_ports: host_ports(pod),
         }
     }
 

@@ -1,13 +1,18 @@
-//! The indexed evaluator: NodeAffinity, PodTopologySpread and
-//! InterPodAffinity filters and scores of one pod over a [`ClusterState`].
+//! The indexed evaluator: the default profile's filters (NodeUnschedulable,
+//! NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//! PodTopologySpread, InterPodAffinity, in that order, C.31) and the NodeAffinity
+//! and InterPodAffinity scores of one pod over a [`ClusterState`].
 
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
 use crate::plugins::pod_topology_spread::{spread_filter, spread_prefilter};
+use crate::plugins::{
+    node_name, node_ports, node_resources_fit, node_unschedulable, taint_toleration,
+};
 use crate::pod_info::PodInfo;
-use crate::result::{Options, Reason};
-use crate::state::ClusterState;
+use crate::result::{Options, Reason, Rejection};
+use crate::state::{ClusterState, NodeEntry};
 
 /// Everything the evaluation of one pod produces, by node index.
 pub(crate) struct CoreEval {
@@ -15,8 +20,8 @@ pub(crate) struct CoreEval {
     pub(crate) error: Option<String>,
     /// A PreFilter failure applying to every node.
     pub(crate) all_nodes: Option<AllNodes>,
-    /// First failing reason per node (None = feasible).
-    pub(crate) reasons: Vec<Option<Reason>>,
+    /// First failing plugin's rejection per node (None = feasible).
+    pub(crate) reasons: Vec<Option<Rejection>>,
     /// Scored node indexes (empty when scoring did not run).
     pub(crate) scored: Vec<u32>,
     /// NodeAffinity raw scores for `scored`, None if skipped.
@@ -45,7 +50,8 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
         inter_pod: None,
         score_error: None,
     };
-    // PreFilter, in plugin order NodeAffinity, PodTopologySpread, InterPodAffinity.
+    // PreFilter, in plugin order NodeAffinity, NodeResourcesFit,
+    // PodTopologySpread, InterPodAffinity.
     if pod
         .required_node
         .name_shortcut
@@ -55,6 +61,13 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
         out.all_nodes = Some(AllNodes::Reason(Reason::NodeAffinityTermsConflict));
         return out;
     }
+    let requests = match &pod.requests {
+        Ok(r) => r,
+        Err(problem) => {
+            out.error = Some(format!("pod {}: {problem}", pod.key()));
+            return out;
+        }
+    };
     let spread = match &pod.spread {
         Ok(c) if c.is_empty() => None,
         Ok(c) => Some(spread_prefilter(state, pod, c)),
@@ -74,17 +87,19 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
     let pod = &resolved;
     let pre = interpod_prefilter(state, pod);
     let node_unconstrained = pod.required_node.is_unconstrained();
+    let tolerates_cordon = node_unschedulable::tolerates_cordon(&pod.tolerations);
     for (i, reason) in out.reasons.iter_mut().enumerate() {
         let node = i as u32;
         let entry = &state.nodes[i];
-        *reason = if !node_unconstrained && !pod.required_node.matches(&entry.name, &entry.labels) {
-            Some(Reason::NodeAffinityMismatch)
-        } else {
-            spread
-                .as_ref()
-                .and_then(|s| spread_filter(state, s, node))
-                .or_else(|| interpod_filter(state, &pre, node))
-        };
+        *reason = node_filters(entry, pod, requests, tolerates_cordon, node_unconstrained).or_else(
+            || {
+                spread
+                    .as_ref()
+                    .and_then(|s| spread_filter(state, s, node))
+                    .or_else(|| interpod_filter(state, &pre, node))
+                    .map(Rejection::Fixed)
+            },
+        );
     }
     let feasible = out.reasons.iter().filter(|r| r.is_none()).count();
     out.scored = if opts.score_all_nodes {
@@ -133,6 +148,45 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
         );
     }
     out
+}
+
+/// The per-node filters before PodTopologySpread, in the default profile's
+/// order: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
+/// NodePorts, NodeResourcesFit. The first failure is returned.
+fn node_filters(
+    entry: &NodeEntry,
+    pod: &PodInfo,
+    requests: &crate::resources::Resources,
+    tolerates_cordon: bool,
+    node_unconstrained: bool,
+) -> Option<Rejection> {
+    if entry.unschedulable && !tolerates_cordon {
+        return Some(Rejection::Fixed(Reason::NodeUnschedulable));
+    }
+    if !node_name::fits(pod.node_name.as_deref(), &entry.name) {
+        return Some(Rejection::Fixed(Reason::NodeNameMismatch));
+    }
+    if let Some(taint) = taint_toleration::filter(&entry.taints, &pod.tolerations) {
+        return Some(Rejection::Taint(taint.clone()));
+    }
+    if !node_unconstrained && !pod.required_node.matches(&entry.name, &entry.labels) {
+        return Some(Rejection::Fixed(Reason::NodeAffinityMismatch));
+    }
+    if !pod.host_ports.is_empty() && !node_ports::fits(&pod.host_ports, &entry.used_ports) {
+        return Some(Rejection::Fixed(Reason::NodePortsConflict));
+    }
+    if let Some(allocatable) = &entry.allocatable {
+        let short = node_resources_fit::fits_request(
+            requests,
+            allocatable,
+            &entry.requested,
+            entry.pod_count,
+        );
+        if !short.is_empty() {
+            return Some(Rejection::Resources(short));
+        }
+    }
+    None
 }
 
 /// `DefaultNormalizeScore(100, false)`: `100 × s / max`, integer division (C.5).

@@ -56,11 +56,23 @@ impl Options {
     }
 }
 
-/// kube-scheduler filter plugins modelled here.
+/// kube-scheduler filter plugins modelled here, in the default profile's
+/// filter order (`getDefaultPlugins`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Plugin {
+    /// NodeUnschedulable (cordoned nodes).
+    NodeUnschedulable,
+    /// NodeName (`spec.nodeName` of the incoming pod).
+    NodeName,
+    /// TaintToleration (`NoSchedule`/`NoExecute` taints).
+    TaintToleration,
     /// NodeAffinity (nodeSelector and node affinity).
     NodeAffinity,
+    /// NodePorts (host ports).
+    NodePorts,
+    /// NodeResourcesFit (requests against allocatable, pod count).
+    NodeResourcesFit,
     /// PodTopologySpread (DoNotSchedule constraints).
     PodTopologySpread,
     /// InterPodAffinity.
@@ -81,6 +93,12 @@ pub enum Code {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {
+    /// A cordoned node and no toleration of the unschedulable taint.
+    NodeUnschedulable,
+    /// The pod's `spec.nodeName` names another node.
+    NodeNameMismatch,
+    /// A requested host port is in use on the node.
+    NodePortsConflict,
     /// C.6.
     NodeAffinityMismatch,
     /// C.4: every term pins `metadata.name In` and the union is empty.
@@ -101,6 +119,9 @@ impl Reason {
     /// kube-scheduler's message.
     pub fn message(self) -> &'static str {
         match self {
+            Reason::NodeUnschedulable => crate::plugins::node_unschedulable::REASON,
+            Reason::NodeNameMismatch => crate::plugins::node_name::REASON,
+            Reason::NodePortsConflict => crate::plugins::node_ports::REASON,
             Reason::NodeAffinityMismatch => "node(s) didn't match Pod's node affinity/selector",
             Reason::NodeAffinityTermsConflict => "pod affinity terms conflict",
             Reason::SpreadMissingLabel => {
@@ -118,6 +139,9 @@ impl Reason {
     /// The plugin reporting it.
     pub fn plugin(self) -> Plugin {
         match self {
+            Reason::NodeUnschedulable => Plugin::NodeUnschedulable,
+            Reason::NodeNameMismatch => Plugin::NodeName,
+            Reason::NodePortsConflict => Plugin::NodePorts,
             Reason::NodeAffinityMismatch | Reason::NodeAffinityTermsConflict => {
                 Plugin::NodeAffinity
             }
@@ -129,9 +153,10 @@ impl Reason {
     /// kube-scheduler's status code.
     pub fn code(self) -> Code {
         match self {
-            Reason::AntiAffinityRules | Reason::ExistingAntiAffinityRules | Reason::SpreadSkew => {
-                Code::Unschedulable
-            }
+            Reason::AntiAffinityRules
+            | Reason::ExistingAntiAffinityRules
+            | Reason::SpreadSkew
+            | Reason::NodePortsConflict => Code::Unschedulable,
             _ => Code::UnschedulableAndUnresolvable,
         }
     }
@@ -142,6 +167,60 @@ impl Reason {
             plugin: self.plugin(),
             code: self.code(),
             message: self.message().to_owned(),
+            reasons: vec![self.message().to_owned()],
+        }
+    }
+}
+
+/// Why a node was rejected, with the details kube-scheduler puts into its
+/// reasons (crate-internal; [`Failure`] is the public form).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Rejection {
+    /// A fixed reason.
+    Fixed(Reason),
+    /// TaintToleration: the first untolerated `NoSchedule`/`NoExecute` taint.
+    Taint(k8s_openapi::api::core::v1::Taint),
+    /// NodeResourcesFit: every insufficient resource, in upstream's order.
+    Resources(Vec<crate::plugins::node_resources_fit::Insufficient>),
+}
+
+impl Rejection {
+    /// The plugin reporting it.
+    pub(crate) fn plugin(&self) -> Plugin {
+        match self {
+            Rejection::Fixed(r) => r.plugin(),
+            Rejection::Taint(_) => Plugin::TaintToleration,
+            Rejection::Resources(_) => Plugin::NodeResourcesFit,
+        }
+    }
+
+    /// kube-scheduler's status code.
+    pub(crate) fn code(&self) -> Code {
+        match self {
+            Rejection::Fixed(r) => r.code(),
+            Rejection::Taint(_) => Code::UnschedulableAndUnresolvable,
+            Rejection::Resources(list) => crate::plugins::node_resources_fit::code(list),
+        }
+    }
+
+    /// kube-scheduler's reasons (`Status.Reasons()`), each counted in the
+    /// FitError summary.
+    pub(crate) fn reasons(&self) -> Vec<String> {
+        match self {
+            Rejection::Fixed(r) => vec![r.message().to_owned()],
+            Rejection::Taint(t) => vec![crate::plugins::taint_toleration::reason(t)],
+            Rejection::Resources(list) => list.iter().map(|i| i.reason()).collect(),
+        }
+    }
+
+    /// As a serialisable failure.
+    pub(crate) fn failure(&self) -> Failure {
+        let reasons = self.reasons();
+        Failure {
+            plugin: self.plugin(),
+            code: self.code(),
+            message: reasons.join(", "),
+            reasons,
         }
     }
 }
@@ -154,8 +233,12 @@ pub struct Failure {
     pub plugin: Plugin,
     /// Status code.
     pub code: Code,
-    /// kube-scheduler's message.
+    /// kube-scheduler's message (`Status.Message()`: the reasons joined
+    /// with `, `).
     pub message: String,
+    /// kube-scheduler's reasons (`Status.Reasons()`); NodeResourcesFit may
+    /// give several (`Insufficient cpu`, `Insufficient memory`).
+    pub reasons: Vec<String>,
 }
 
 /// Scores of one plugin.
@@ -201,4 +284,8 @@ pub struct ScheduleResult {
     /// feasible (an unparsable preferred node affinity term fails PreScore,
     /// C.5; an unparsable spread selector fails PreFilter).
     pub error: Option<String>,
+    /// When no node is feasible, kube-scheduler's FitError text (C.31):
+    /// `0/3 nodes are available: 1 Insufficient cpu, 1 node(s) were
+    /// unschedulable.`
+    pub summary: Option<String>,
 }

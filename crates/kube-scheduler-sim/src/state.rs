@@ -20,7 +20,10 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
 
 use crate::admission::apply_match_label_keys;
 use crate::fast_hash::IdMap;
+use crate::plugins::node_ports::UsedPorts;
+use crate::plugins::node_unschedulable::is_cordoned;
 use crate::pod_info::{AffinityTerm, NamespaceScope, PodInfo};
+use crate::resources::{QuantityProblem, Resources, node_allocatable};
 use crate::selector::PodSelector;
 
 /// Marker for "node lacks this key".
@@ -57,6 +60,15 @@ pub enum StateError {
     /// A node with the same name already exists.
     #[error("node {0:?} is already in the cluster state")]
     DuplicateNode(String),
+    /// A node's allocatable or a pod's requests hold a quantity that does
+    /// not parse.
+    #[error("{object}: {problem}")]
+    InvalidQuantity {
+        /// `node NAME` or `pod NAMESPACE/NAME`.
+        object: String,
+        /// The field, its text and why it does not parse.
+        problem: QuantityProblem,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +76,16 @@ pub(crate) struct NodeEntry {
     pub(crate) name: String,
     pub(crate) labels: BTreeMap<String, String>,
     pub(crate) taints: Vec<Taint>,
+    /// `spec.unschedulable` (cordoned).
+    pub(crate) unschedulable: bool,
+    /// `status.allocatable`; `None` when the node has none (not checked).
+    pub(crate) allocatable: Option<Resources>,
+    /// Sum of the requests of the pods bound here (`NodeInfo.Requested`).
+    pub(crate) requested: Resources,
+    /// Pods bound here.
+    pub(crate) pod_count: i64,
+    /// Host ports in use here.
+    pub(crate) used_ports: UsedPorts,
     /// (key id, domain id) of every label.
     pub(crate) pairs: Vec<(u32, u32)>,
 }
@@ -140,28 +162,60 @@ impl ClusterState {
     /// Build from a snapshot. Pods without `spec.nodeName` or bound to an
     /// unknown node are ignored (spec 0.1); duplicate nodes keep the first.
     /// `merge_match_label_keys` applies the C.9 merge to every pod added.
+    ///
+    /// Nodes and pods whose quantities do not parse are left out too; use
+    /// [`ClusterState::from_snapshot`] to refuse them instead.
     pub fn new(
         nodes: &[Node],
         namespaces: &[Namespace],
         pods: &[Pod],
         merge_match_label_keys: bool,
     ) -> Self {
+        // Non-strict: no error is returned.
+        Self::build(nodes, namespaces, pods, merge_match_label_keys, false).unwrap_or_default()
+    }
+
+    /// [`ClusterState::new`], except that a quantity that does not parse (a
+    /// node's `status.allocatable`, a bound pod's requests or overhead) is
+    /// an error naming the object, the field and the text.
+    pub fn from_snapshot(
+        nodes: &[Node],
+        namespaces: &[Namespace],
+        pods: &[Pod],
+        merge_match_label_keys: bool,
+    ) -> Result<Self, StateError> {
+        Self::build(nodes, namespaces, pods, merge_match_label_keys, true)
+    }
+
+    fn build(
+        nodes: &[Node],
+        namespaces: &[Namespace],
+        pods: &[Pod],
+        merge_match_label_keys: bool,
+        strict: bool,
+    ) -> Result<Self, StateError> {
         let mut state = ClusterState {
             merge_match_label_keys,
             ..Default::default()
         };
         for n in nodes {
-            // A duplicate node name is ignored (first wins), like a map keyed by name.
-            let _ = state.add_node(n);
+            match state.add_node(n) {
+                Err(e @ StateError::InvalidQuantity { .. }) if strict => return Err(e),
+                // A duplicate node name is ignored (first wins), like a map keyed by name.
+                _ => {}
+            }
         }
         for ns in namespaces {
             state.upsert_namespace(ns);
         }
         for p in pods {
-            // Pending pods and pods on unknown nodes are not part of the snapshot (0.1).
-            let _ = state.add_pod(p);
+            match state.add_pod(p) {
+                Err(e @ StateError::InvalidQuantity { .. }) if strict => return Err(e),
+                // Pending pods and pods on unknown nodes are not part of the snapshot (0.1).
+                _ => {}
+            }
         }
-        state
+        Ok(state)
     }
 
     /// Add a node. Its labels become topology pairs.
@@ -170,6 +224,11 @@ impl ClusterState {
         if self.node_by_name.contains_key(&name) {
             return Err(StateError::DuplicateNode(name));
         }
+        let allocatable =
+            node_allocatable(node).map_err(|problem| StateError::InvalidQuantity {
+                object: format!("node {name}"),
+                problem,
+            })?;
         let idx = self.nodes.len() as u32;
         let labels = node.metadata.labels.clone().unwrap_or_default();
         for k in &mut self.topo {
@@ -211,6 +270,11 @@ impl ClusterState {
                 .as_ref()
                 .and_then(|s| s.taints.clone())
                 .unwrap_or_default(),
+            unschedulable: is_cordoned(node),
+            allocatable,
+            requested: Resources::default(),
+            pod_count: 0,
+            used_ports: UsedPorts::default(),
             pairs,
         });
         Ok(())
@@ -314,6 +378,17 @@ impl ClusterState {
         if self.pod_by_name.contains_key(&name_key) {
             return Err(StateError::Duplicate { pod: info.key() });
         }
+        let requests = info
+            .requests
+            .as_ref()
+            .map_err(|problem| StateError::InvalidQuantity {
+                object: format!("pod {}", info.key()),
+                problem: problem.clone(),
+            })?;
+        let entry = &mut self.nodes[node as usize];
+        entry.requested.add_signed(requests, 1);
+        entry.pod_count += 1;
+        entry.used_ports.update(&info.host_ports, true);
         let class = self.class_for(&info);
         self.bump_class(class, node, 1);
         let mut groups = Vec::new();
@@ -375,6 +450,12 @@ impl ClusterState {
         self.pod_by_name
             .remove(&(placed.info.namespace.clone(), placed.info.name.clone()));
         self.bump_class(placed.class, placed.node, -1);
+        let entry = &mut self.nodes[placed.node as usize];
+        if let Ok(requests) = &placed.info.requests {
+            entry.requested.add_signed(requests, -1);
+        }
+        entry.pod_count -= 1;
+        entry.used_ports.update(&placed.info.host_ports, false);
         for g in &placed.groups {
             let kind = match g >> 28 {
                 0 => TermKind::RequiredAffinity,
@@ -501,6 +582,14 @@ impl ClusterState {
                 out.insert(
                     format!("group {kind} w={} {:?}", g.weight, g.term),
                     format!("{} {doms:?}", g.pods),
+                );
+            }
+        }
+        for n in &self.nodes {
+            if n.pod_count != 0 || !n.used_ports.is_empty() || n.requested != Resources::default() {
+                out.insert(
+                    format!("node {}", n.name),
+                    format!("{} {:?} {:?}", n.pod_count, n.requested, n.used_ports),
                 );
             }
         }

@@ -149,6 +149,135 @@ fn incoming_extra() -> impl Strategy<Value = Value> {
         })
 }
 
+/// A node's cordon, taints and allocatable (the node-level filters).
+fn node_extra() -> impl Strategy<Value = Value> {
+    (
+        prop::bool::weighted(0.15),
+        prop::sample::select(vec!["", "NoExecute", "PreferNoSchedule"]),
+        prop::option::weighted(
+            0.7,
+            (
+                prop::sample::select(vec!["500m", "1", "2"]),
+                prop::sample::select(vec!["1Gi", "2Gi"]),
+                1..4i32,
+                prop::option::of(0..3i32),
+            ),
+        ),
+    )
+        .prop_map(|(cordoned, extra_taint, allocatable)| {
+            let mut v = json!({"spec": {}});
+            if cordoned {
+                v["spec"]["unschedulable"] = json!(true);
+            }
+            if !extra_taint.is_empty() {
+                v["spec"]["taints"] = json!([{"key": "gone", "value": "x", "effect": extra_taint}]);
+            }
+            if let Some((cpu, memory, pods, gpu)) = allocatable {
+                let mut a = json!({"cpu": cpu, "memory": memory, "pods": pods.to_string()});
+                if let Some(g) = gpu {
+                    a["example.com/gpu"] = json!(g.to_string());
+                }
+                v["status"] = json!({"allocatable": a});
+            }
+            v
+        })
+}
+
+/// Requests and host ports of a pod (NodeResourcesFit, NodePorts): a main
+/// container, up to two init containers (sidecars or not), overhead and a
+/// pod-level CPU request.
+fn resources_extra() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec!["", "100m", "500m", "1", "1500m"]),
+        prop::sample::select(vec!["", "512Mi", "1Gi"]),
+        prop::bool::weighted(0.2),
+        prop::collection::vec((any::<bool>(), prop::sample::select(vec!["200m", "900m"])), 0..3),
+        prop::option::weighted(0.3, (prop::sample::select(vec![80, 81]), prop::sample::select(vec!["", "10.0.0.1", "10.0.0.2", "0.0.0.0"]), prop::sample::select(vec!["", "TCP", "UDP"]))),
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(cpu, memory, gpu, inits, port, overhead, pod_level)| {
+            let mut requests = json!({});
+            if !cpu.is_empty() {
+                requests["cpu"] = json!(cpu);
+            }
+            if !memory.is_empty() {
+                requests["memory"] = json!(memory);
+            }
+            if gpu {
+                requests["example.com/gpu"] = json!("1");
+            }
+            let mut main = json!({"name": "main", "resources": {"requests": requests}});
+            if let Some((port, ip, proto)) = port {
+                let mut p = json!({"containerPort": 8080, "hostPort": port});
+                if !ip.is_empty() {
+                    p["hostIP"] = json!(ip);
+                }
+                if !proto.is_empty() {
+                    p["protocol"] = json!(proto);
+                }
+                main["ports"] = json!([p]);
+            }
+            let mut v = json!({"containers": [main]});
+            let inits: Vec<Value> = inits
+                .into_iter()
+                .enumerate()
+                .map(|(i, (sidecar, cpu))| {
+                    let mut c = json!({"name": format!("init{i}"), "resources": {"requests": {"cpu": cpu}}});
+                    if sidecar {
+                        c["restartPolicy"] = json!("Always");
+                    }
+                    c
+                })
+                .collect();
+            if !inits.is_empty() {
+                v["initContainers"] = json!(inits);
+            }
+            if overhead {
+                v["overhead"] = json!({"cpu": "100m"});
+            }
+            if pod_level {
+                v["resources"] = json!({"requests": {"cpu": "300m"}});
+            }
+            v
+        })
+}
+
+/// Tolerations of the incoming pod, and sometimes a `spec.nodeName`.
+fn tolerations_extra() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec![
+            json!([]),
+            json!([{"key": "gone", "operator": "Exists"}]),
+            json!([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]),
+            json!([{"operator": "Exists"}]),
+            json!([{"key": "gone", "operator": "", "value": "x"}]),
+            json!([{"operator": "Equal", "value": "x"}]),
+        ]),
+        prop::option::weighted(0.1, prop::sample::select(vec!["n0", "n1"])),
+    )
+        .prop_map(|(tolerations, node_name)| {
+            let mut v = json!({"tolerations": tolerations});
+            if let Some(n) = node_name {
+                v["nodeName"] = json!(n);
+            }
+            v
+        })
+}
+
+/// Merges `extra` (objects only) into `base`, concatenating `tolerations`.
+fn merge(base: &mut Value, extra: Value) {
+    if let Value::Object(m) = extra {
+        for (k, v) in m {
+            match (base.get_mut(&k), v) {
+                (Some(Value::Array(a)), Value::Array(b)) if k == "tolerations" => a.extend(b),
+                (Some(Value::Object(a)), Value::Object(b)) => a.extend(b),
+                (_, v) => base[k] = v,
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Cluster {
     nodes: Vec<Node>,
@@ -185,8 +314,21 @@ fn cluster() -> impl Strategy<Value = Cluster> {
         incoming_extra(),
     );
     let opts = (0..3i64, any::<bool>(), any::<bool>());
-    (nodes, ns_labels, existing, incoming, opts).prop_map(
-        |(nodes, ns_labels, existing, incoming, opts)| {
+    let node_extras = prop::collection::vec(node_extra(), 7);
+    let pod_extras = prop::collection::vec(resources_extra(), 10);
+    let incoming_extras = (resources_extra(), tolerations_extra());
+    (
+        nodes,
+        ns_labels,
+        existing,
+        incoming,
+        opts,
+        node_extras,
+        pod_extras,
+        incoming_extras,
+    )
+        .prop_map(
+        |(nodes, ns_labels, existing, incoming, opts, node_extras, pod_extras, incoming_extras)| {
             let n = nodes.len();
             let nodes: Vec<Node> = nodes
                 .into_iter()
@@ -202,10 +344,16 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                     if let Some(r) = rack {
                         l.insert("rack".into(), json!(r));
                     }
-                    serde_json::from_value(
-                        json!({"metadata": {"name": format!("n{i}"), "labels": l}, "spec": {"taints": if tainted { json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]) } else { json!([]) }}}),
-                    )
-                    .unwrap()
+                    let mut n = json!({"metadata": {"name": format!("n{i}"), "labels": l}, "spec": {"taints": if tainted { json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]) } else { json!([]) }}});
+                    let mut extra = node_extras[i].clone();
+                    if let (Some(Value::Array(a)), Some(Value::Array(b))) = (
+                        n["spec"].get_mut("taints"),
+                        extra["spec"].as_object_mut().and_then(|s| s.remove("taints")),
+                    ) {
+                        a.extend(b);
+                    }
+                    merge(&mut n, extra);
+                    serde_json::from_value(n).unwrap()
                 })
                 .collect();
             let namespaces = ["a", "b", "c"]
@@ -233,7 +381,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                         labels,
                         Some(node_name),
                         aff.unwrap_or(Value::Null),
-                        json!({}),
+                        pod_extras[i].clone(),
                     );
                     if terminating {
                         p.metadata.deletion_timestamp =
@@ -246,6 +394,9 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             if let Some(p) = extra.as_object_mut().and_then(|m| m.remove("__pref")) {
                 aff["nodeAffinity"] = json!({"preferredDuringSchedulingIgnoredDuringExecution": p});
             }
+            let (resources, tolerations) = incoming_extras;
+            merge(&mut extra, resources);
+            merge(&mut extra, tolerations);
             let incoming = pod_json("incoming".into(), ns, labels, None, aff, extra);
             let opts = Options {
                 hard_pod_affinity_weight: opts.0,

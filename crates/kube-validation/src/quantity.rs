@@ -52,6 +52,29 @@ impl Quantity {
         self.nanos < 0
     }
 
+    /// A quantity of `nanos` nano-units (`from_nanos(1_000_000)` is `1m`).
+    pub fn from_nanos(nanos: i128) -> Self {
+        Self { nanos }
+    }
+
+    /// The sum, or `None` when it does not fit.
+    pub fn checked_add(self, other: Self) -> Option<Self> {
+        self.nanos.checked_add(other.nanos).map(Self::from_nanos)
+    }
+
+    /// apimachinery's `Quantity.Value()`: the value in whole units, rounded
+    /// up (`1500m` is 2, `-1500m` is -1), saturated to the `i64` range.
+    pub fn value(self) -> i64 {
+        ceil_div_saturating(self.nanos, 1_000_000_000)
+    }
+
+    /// apimachinery's `Quantity.MilliValue()`: the value in thousandths,
+    /// rounded up (`0.1m` is 1), saturated to the `i64` range. kube-scheduler
+    /// counts CPU this way.
+    pub fn milli_value(self) -> i64 {
+        ceil_div_saturating(self.nanos, 1_000_000)
+    }
+
     /// Parses a quantity string.
     pub fn parse(text: &str) -> Result<Self, QuantityError> {
         let bytes = text.as_bytes();
@@ -131,6 +154,12 @@ impl Quantity {
             nanos: if negative { -value } else { value },
         })
     }
+}
+
+/// `ceil(n / d)` for a positive `d`, saturated to `i64`.
+fn ceil_div_saturating(n: i128, d: i128) -> i64 {
+    let q = n.div_euclid(d) + i128::from(n.rem_euclid(d) != 0);
+    i64::try_from(q).unwrap_or(if q < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// Returns (base, exponent): base 10 or 2.
@@ -293,6 +322,25 @@ mod tests {
     ) -> Result<(), proptest::test_runner::TestCaseError> {
         proptest::prop_assert_eq!(got, want);
         Ok(())
+    }
+
+    #[test]
+    fn value_and_milli_value_round_up_like_apimachinery() {
+        let q = |t: &str| Quantity::parse(t).unwrap();
+        assert_eq!(q("1500m").value(), 2);
+        assert_eq!(q("1500m").milli_value(), 1500);
+        assert_eq!(q("-1500m").value(), -1);
+        assert_eq!(q("0.1m").milli_value(), 1);
+        assert_eq!(q("1n").value(), 1);
+        assert_eq!(q("1Gi").value(), 1 << 30);
+        assert_eq!(q("4").milli_value(), 4000);
+        assert_eq!(q("0").value(), 0);
+        assert_eq!(q("1E").milli_value(), i64::MAX);
+        assert_eq!(
+            q("100m").checked_add(q("1.9")).map(Quantity::milli_value),
+            Some(2000)
+        );
+        assert_eq!(Quantity::from_nanos(1_000_000).to_string(), "0.001");
     }
 
     #[test]

@@ -129,15 +129,18 @@ impl fmt::Display for HoldReason {
                 reserved,
                 limit,
             } => {
+                // The breakdown adds up to the total: the loads seen in
+                // preparation per kind, plus this gate's admissions not yet
+                // seen.
                 write!(
                     f,
-                    "prepare queue full: {} of {limit} loads in preparation ({counts})",
+                    "prepare queue full: {} of {limit} loads in preparation ({counts}",
                     counts.total() + reserved
                 )?;
                 if *reserved > 0 {
-                    write!(f, ", {reserved} of them just admitted by this node")?;
+                    write!(f, ", plus {reserved} just admitted by this node")?;
                 }
-                Ok(())
+                f.write_str(")")
             }
             HoldReason::WaitingBehind { ahead, free, limit } => write!(
                 f,
@@ -150,12 +153,13 @@ impl fmt::Display for HoldReason {
             } => {
                 write!(
                     f,
-                    "prepare queue full: ledger lists {ledger_entries} of {limit} admitted loads"
+                    "prepare queue full: {} of {limit} slots taken ({ledger_entries} admitted in the ledger",
+                    ledger_entries + unledgered
                 )?;
                 if *unledgered > 0 {
                     write!(f, ", plus {unledgered} in preparation outside the ledger")?;
                 }
-                Ok(())
+                f.write_str(")")
             }
             HoldReason::AdmittedElsewhere { node } => {
                 write!(f, "admitted by node-agent on {node}, which accepts it")

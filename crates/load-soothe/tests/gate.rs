@@ -369,3 +369,48 @@ fn loads_handled_elsewhere_count_but_do_not_queue_here() {
         "{d:?}"
     );
 }
+
+/// The numbers in a hold reason's parentheses (its breakdown).
+fn breakdown(text: &str) -> Vec<u64> {
+    let inside = text
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map_or("", |(inside, _)| inside);
+    inside
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|number| number.parse().ok())
+        .collect()
+}
+
+/// The first number of a hold reason (its total).
+fn total(text: &str) -> Option<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .find_map(|number| number.parse().ok())
+}
+
+proptest! {
+    #[test]
+    fn hold_reason_breakdowns_add_up_to_their_totals(
+        counts in (0u32..50, 0u32..50, 0u32..50, 0u32..50),
+        reserved in 0u64..50,
+        ledger_entries in 0u64..50,
+        unledgered in 0u64..50,
+        limit in 1u64..200,
+    ) {
+        let counts = KindCounts {
+            data_upload: counts.0,
+            data_download: counts.1,
+            pod_volume_backup: counts.2,
+            pod_volume_restore: counts.3,
+        };
+        for reason in [
+            HoldReason::QueueFull { counts, reserved, limit },
+            HoldReason::LedgerFull { ledger_entries, unledgered, limit },
+        ] {
+            let text = reason.to_string();
+            let parts = breakdown(&text);
+            prop_assert!(!parts.is_empty(), "{}", text);
+            prop_assert_eq!(Some(parts.iter().sum::<u64>()), total(&text), "{}", text);
+        }
+    }
+}

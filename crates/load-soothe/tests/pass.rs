@@ -64,8 +64,8 @@ fn optimistic_pass_takes_the_free_slots_in_fifo_order_and_the_block_carries_over
     assert!(plan.ledger_write.is_none());
     let notes: Vec<String> = plan.holds.iter().map(|h| h.note()).collect();
     insta::assert_snapshot!(notes.join("\n"), @r"
-    prepare queue full: 3 of 3 loads in preparation (DataUpload 1, DataDownload 0, PodVolumeBackup 0, PodVolumeRestore 0), 2 of them just admitted by this node; 0 earlier load(s) waiting ahead of this one
-    prepare queue full: 3 of 3 loads in preparation (DataUpload 1, DataDownload 0, PodVolumeBackup 0, PodVolumeRestore 0), 2 of them just admitted by this node; 1 earlier load(s) waiting ahead of this one
+    prepare queue full: 3 of 3 loads in preparation (DataUpload 1, DataDownload 0, PodVolumeBackup 0, PodVolumeRestore 0, plus 2 just admitted by this node); 0 earlier load(s) waiting ahead of this one
+    prepare queue full: 3 of 3 loads in preparation (DataUpload 1, DataDownload 0, PodVolumeBackup 0, PodVolumeRestore 0, plus 2 just admitted by this node); 1 earlier load(s) waiting ahead of this one
     ");
     assert_eq!(
         plan.holds

@@ -8,12 +8,15 @@
 //!   "seed" scenario numbers, a folder of specifications, section signs of outside
 //!   documents ([`find_outside_references`]);
 //! - relative Markdown links point at files and anchors that exist
-//!   ([`markdown`]).
+//!   ([`markdown`]);
+//! - the `Containerfile` builds images that run the way the controllers'
+//!   generated manifests expect ([`containerfile`]).
 //!
 //! The scanners are plain functions over text so that their own tests can
 //! show they catch what they are meant to catch; `tests/repository.rs` runs
 //! them over the working tree.
 
+pub mod containerfile;
 pub mod markdown;
 
 use std::collections::BTreeMap;

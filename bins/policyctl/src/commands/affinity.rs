@@ -22,6 +22,53 @@ pub enum Direction {
     Restore,
 }
 
+/// Node label carrying the OS (Velero's `NodeOSLabel`).
+const NODE_OS_LABEL: &str = "kubernetes.io/os";
+
+fn os_name(os: NodeOs) -> &'static str {
+    match os {
+        NodeOs::Linux => "linux",
+        NodeOs::Windows => "windows",
+    }
+}
+
+/// Velero's check before it exposes a data mover (A2.26): some Node is
+/// labelled `kubernetes.io/os` with this OS. Unlabelled Nodes do not count;
+/// a label value other than `linux` or `windows` counts as Linux.
+pub fn has_node_with_os(inventory: &Inventory, os: NodeOs) -> bool {
+    inventory.nodes.values().any(|located| {
+        located
+            .object
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(NODE_OS_LABEL))
+            .is_some_and(|label| {
+                let real = if label == "windows" {
+                    NodeOs::Windows
+                } else {
+                    NodeOs::Linux
+                };
+                real == os
+            })
+    })
+}
+
+/// The error Velero fails the load with when [`has_node_with_os`] is false,
+/// `None` otherwise.
+pub fn no_node_with_os(inventory: &Inventory, os: NodeOs) -> Option<String> {
+    (!has_node_with_os(inventory, os)).then(|| {
+        let os = os_name(os);
+        let read = match inventory.nodes.len() {
+            0 => "the input has no Node: add `kubectl get nodes -o yaml` to it".to_owned(),
+            n => format!("{n} Node(s) read, none labelled {NODE_OS_LABEL}={os}"),
+        };
+        format!(
+            "no appropriate node to run the data mover: no node with OS {os} ({read}); Velero fails the load before creating the pod (A2.26)"
+        )
+    })
+}
+
 /// Computes the fragment for one PVC.
 pub fn fragment(
     config: &NodeAgentConfig,
@@ -41,6 +88,11 @@ pub fn fragment(
             ))
         })?
         .object;
+    if let Some(error) = no_node_with_os(inventory, os) {
+        return Err(CommandError::Input(format!(
+            "cannot compute the data-mover pod for PersistentVolumeClaim {pvc_ref}: {error}"
+        )));
+    }
     fragment_for_pvc(config, inventory, pvc, direction, os).map_err(|error| {
         CommandError::Input(format!(
             "cannot compute the data-mover pod for PersistentVolumeClaim {pvc_ref}: {error}"

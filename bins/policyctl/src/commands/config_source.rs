@@ -43,9 +43,8 @@ pub fn resolve(
 ) -> Result<ConfigInput, CommandError> {
     if let Some(path) = &global.config {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            CommandError::Input(format!("--config {name}: cannot read the file: {error}"))
-        })?;
+        let text = crate::input::read_one(path, global.max_input_bytes.0)
+            .map_err(|error| CommandError::Input(format!("--config {error}")))?;
         return from_file(&name, &text, global.config_map.as_ref());
     }
     let wanted = global.config_map.clone().unwrap_or_else(|| ConfigMapRef {
@@ -158,13 +157,15 @@ pub fn from_file(
             match default.as_slice() {
                 [only] => **only,
                 _ => {
+                    // Name the ones that make the choice ambiguous.
+                    let names: Vec<String> = if default.is_empty() {
+                        several.iter().map(|(key, _)| key.to_string()).collect()
+                    } else {
+                        default.iter().map(|(key, _)| key.to_string()).collect()
+                    };
                     return Err(CommandError::Input(format!(
                         "--config {name}: the file holds several ConfigMaps ({}); choose one with --config-map [NAMESPACE/]NAME",
-                        several
-                            .iter()
-                            .map(|(key, _)| key.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        names.join(", ")
                     )));
                 }
             }

@@ -9,8 +9,10 @@
 //!   fragment is recomputed from the owning DataUpload or DataDownload when
 //!   its volume is in the input (so requirements are attributed to their
 //!   origin), else read from the pod's own spec;
-//! - for every pod, kube-scheduler's filters (`kube-scheduler-sim`):
-//!   node affinity, pod (anti-)affinity, topology spread.
+//! - for every pod, kube-scheduler's filters (`kube-scheduler-sim`) in the
+//!   default profile's order: cordon, node name, taints, node affinity,
+//!   host ports, resources (requests against allocatable, pod count), topology
+//!   spread, pod (anti-)affinity.
 //!
 //! The first problem of the data-mover diagnosis comes first; kube-scheduler's
 //! explanation is used when that diagnosis finds nothing.
@@ -59,12 +61,13 @@ pub fn diagnose(
         .cloned()
         .collect();
     let options = Options::default();
-    let state = ClusterState::new(
+    let state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,
         &others,
         options.merge_match_label_keys,
-    );
+    )
+    .map_err(|error| CommandError::Input(format!("cannot diagnose pod {pod_ref}: {error}")))?;
     let mut incoming = pod.clone();
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;
@@ -80,13 +83,20 @@ pub fn diagnose(
             .and_then(|d| d.nodes.iter().find(|v| v.node == node.name))
             .map(|verdict| verdict.problems.iter().map(ToString::to_string).collect())
             .unwrap_or_default();
-        // For a data-mover pod, node affinity and nodeSelector are explained
-        // above, requirement by requirement; add kube-scheduler's verdict only
-        // for what that diagnosis does not cover (pod (anti-)affinity,
+        // For a data-mover pod, node affinity, nodeSelector, taints and
+        // cordons are explained above, requirement by requirement; add
+        // kube-scheduler's verdict only for what that diagnosis does not
+        // cover (node name, host ports, resources, pod (anti-)affinity,
         // topology spread).
         if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, &options)
             && !verdict.fits
-            && !(data_mover.is_some() && verdict.plugin == Some(Plugin::NodeAffinity))
+            && !(data_mover.is_some()
+                && matches!(
+                    verdict.plugin,
+                    Some(
+                        Plugin::NodeAffinity | Plugin::TaintToleration | Plugin::NodeUnschedulable
+                    )
+                ))
         {
             problems.push(verdict.explanation);
         }

@@ -1,4 +1,4 @@
-//! `host-labels [--key K] [--sync-machine-labels]` and `host-labels sanitize
+//! `host-labels [--key K]... [--sync-machine-labels]` and `host-labels sanitize
 //! VALUE`: the physical-host label every Node should carry, optionally the
 //! labels Cluster API would copy from each Machine to its Node (B.5, B.8),
 //! and an audit of replicas sharing a host (anti-affinity-placement's
@@ -50,23 +50,38 @@ pub fn host_of_node(inventory: &Inventory, stderr: &mut dyn Write) -> BTreeMap<S
     hosts
 }
 
-/// The label configuration for `--key`.
-pub fn config(key: Option<&str>) -> Result<HostLabelConfig, CommandError> {
-    match key {
-        None => Ok(HostLabelConfig::default()),
-        Some(key) => LabelKey::new("--key", key)
-            .map(HostLabelConfig::new)
-            .map_err(|error| CommandError::Input(error.to_string())),
+/// The label configuration for the `--key` values: the first is the
+/// primary key, the others are kept in step with it (as
+/// `host-label-controller --label-key`); none means the default key. Every
+/// invalid key is reported.
+pub fn config(keys: &[String]) -> Result<HostLabelConfig, CommandError> {
+    let mut parsed = Vec::new();
+    let mut problems = Vec::new();
+    for key in keys {
+        match LabelKey::new("--key", key) {
+            Ok(key) => parsed.push(key),
+            Err(error) => problems.push(error.to_string()),
+        }
     }
+    if !problems.is_empty() {
+        return Err(CommandError::Input(problems.join("; ")));
+    }
+    let mut parsed = parsed.into_iter();
+    let Some(first) = parsed.next() else {
+        return Ok(HostLabelConfig::default());
+    };
+    Ok(parsed.fold(HostLabelConfig::new(first), |config, key| {
+        config.with_additional_key(key)
+    }))
 }
 
 /// Computes the plans and the audit.
 pub fn report(
     inventory: &Inventory,
-    key: Option<&str>,
+    keys: &[String],
     stderr: &mut dyn Write,
 ) -> Result<HostLabelsReport, CommandError> {
-    report_with_sync(inventory, key, None, stderr)
+    report_with_sync(inventory, keys, None, stderr)
 }
 
 /// The Machine → Node label sync of `--sync-machine-labels` with the
@@ -81,11 +96,11 @@ pub fn machine_sync(patterns: &[String]) -> Result<MachineLabelSync, CommandErro
 /// host label's value over the Machine's).
 pub fn report_with_sync(
     inventory: &Inventory,
-    key: Option<&str>,
+    keys: &[String],
     sync: Option<&MachineLabelSync>,
     stderr: &mut dyn Write,
 ) -> Result<HostLabelsReport, CommandError> {
-    let config = config(key)?;
+    let config = config(keys)?;
     let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
     let pods: Vec<Pod> = inventory.pods.values().map(|l| l.object.clone()).collect();
     let hosts = host_of_node(inventory, stderr);
@@ -187,14 +202,14 @@ pub fn table_text(report: &HostLabelsReport) -> String {
     text
 }
 
-/// `host-labels [--key K] [--sync-machine-labels [--additional-sync-machine-labels RE]...]`.
+/// `host-labels [--key K]... [--sync-machine-labels [--additional-sync-machine-labels RE]...]`.
 pub fn run(
     inventory: &Inventory,
-    key: Option<&str>,
+    keys: &[String],
     sync: Option<&MachineLabelSync>,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
-    let report = report_with_sync(inventory, key, sync, stderr)?;
+    let report = report_with_sync(inventory, keys, sync, stderr)?;
     Ok(Output {
         document: document(&report),
         table: table_text(&report),

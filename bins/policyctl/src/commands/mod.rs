@@ -69,9 +69,23 @@ impl From<ManifestError> for CommandError {
     }
 }
 
+pub use soothe::{DataMovers, refused_datamover};
+
 /// `host-labels sanitize VALUE`, which reads no input.
 pub fn sanitize(value: &str) -> Output {
     host_labels::run_sanitize(value)
+}
+
+/// Exit 1 (with the reason on `stderr`) when the configuration does not
+/// load: Velero's node-agent would not start, so no answer holds.
+fn refused_config_exit(config: &config_source::ConfigInput, stderr: &mut dyn Write) -> Exit {
+    match config.config() {
+        Ok(_) => Exit::Success,
+        Err(error) => {
+            let _ = writeln!(stderr, "error: {error}");
+            Exit::Failure
+        }
+    }
 }
 
 /// Runs a command over the inventory.
@@ -108,12 +122,17 @@ pub fn execute(
             )
             .map(CommandResult::success)
         }
-        Command::Queue(args) => {
-            queue::run(inventory, args.concurrent_backups, stderr).map(CommandResult::success)
-        }
+        Command::Queue(args) => queue::run(
+            inventory,
+            queue::ConcurrentBackups::new(args.concurrent_backups),
+            stderr,
+        )
+        .map(CommandResult::success),
         Command::Soothe(args) => {
             let config = config_source::resolve(global, inventory, stderr)?;
-            soothe::run(config.config()?, inventory, args.mode, stderr).map(CommandResult::success)
+            let movers = DataMovers::from_args(&args.datamovers);
+            soothe::run(config.config()?, inventory, args.mode, &movers, stderr)
+                .map(CommandResult::success)
         }
         Command::Schedule(args) => {
             let options = Options {
@@ -139,7 +158,7 @@ pub fn execute(
                     .sync_machine_labels
                     .then(|| host_labels::machine_sync(&args.additional_sync_machine_labels))
                     .transpose()?;
-                host_labels::run(inventory, args.key.as_deref(), sync.as_ref(), stderr)
+                host_labels::run(inventory, &args.keys, sync.as_ref(), stderr)
                     .map(CommandResult::success)
             }
         },
@@ -150,9 +169,21 @@ pub fn execute(
         Command::Modules(args) => {
             modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
         }
-        Command::Report => {
+        Command::Rbac(args) => crate::live::rbac::run(args, global)
+            .map(CommandResult::success)
+            .map_err(CommandError::Input),
+        Command::Report(args) => {
             let config = config_source::resolve(global, inventory, stderr)?;
-            report::run(&config, inventory, stderr).map(CommandResult::success)
+            let options = report::Options {
+                concurrent_backups: queue::ConcurrentBackups::new(args.concurrent_backups),
+                soothe_mode: args.soothe_mode,
+                data_movers: DataMovers::from_args(&args.datamovers),
+            };
+            let output = report::run(&config, inventory, &options, stderr)?;
+            Ok(CommandResult {
+                output,
+                exit: refused_config_exit(&config, stderr),
+            })
         }
     }
 }

@@ -4,6 +4,11 @@
 //! Velero keeps one queue per Velero namespace (Q4.3): Backups are grouped by
 //! namespace, each group is planned on its own, and the results are merged
 //! (keys `namespace/name`; `started` lists the groups in namespace order).
+//!
+//! The table lists each queue in queue order: the backups running after the
+//! plan (those already `ReadyToStart` or `InProgress`, by name, then those
+//! that start now, in dequeue order), then the `Queued` ones by their new
+//! position, then every other backup by name.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -16,6 +21,40 @@ use velero_api::Backup;
 use crate::commands::CommandError;
 use crate::manifest::Inventory;
 use crate::output::{Output, table};
+
+/// Velero's `--concurrent-backups` as given, and the number it means:
+/// values below 1 mean 1 (Q4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConcurrentBackups {
+    /// The value given.
+    pub given: i64,
+    /// The number of concurrent backups it means.
+    pub effective: u32,
+}
+
+impl ConcurrentBackups {
+    /// Reads a value as Velero does.
+    pub fn new(given: i64) -> Self {
+        Self {
+            given,
+            effective: u32::try_from(given.max(1)).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+impl std::fmt::Display for ConcurrentBackups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--concurrent-backups {}", self.given)?;
+        if i64::from(self.effective) != self.given {
+            write!(
+                f,
+                " (values below 1 mean 1, as in Velero: {} concurrent backup)",
+                self.effective
+            )?;
+        }
+        Ok(())
+    }
+}
 
 /// The merged outcome over every Velero namespace.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +70,9 @@ pub struct QueueOutcome {
     pub writes: usize,
     /// Backups whose namespace filter is invalid, with the problem.
     pub invalid: BTreeMap<String, String>,
+    /// Every backup (`namespace/name`) in queue order (see the module
+    /// documentation).
+    pub order: Vec<String>,
 }
 
 /// One backup after the plan.
@@ -47,7 +89,7 @@ pub struct BackupAfter {
 }
 
 /// Plans every queue of the input.
-pub fn outcome(inventory: &Inventory, concurrent_backups: u32) -> QueueOutcome {
+pub fn outcome(inventory: &Inventory, concurrent_backups: ConcurrentBackups) -> QueueOutcome {
     let cluster_namespaces: Vec<String> = inventory
         .namespaces
         .keys()
@@ -65,7 +107,7 @@ pub fn outcome(inventory: &Inventory, concurrent_backups: u32) -> QueueOutcome {
         let input = QueueInput {
             backups: backups.iter().copied().map(backup_input).collect(),
             cluster_namespaces: cluster_namespaces.clone(),
-            concurrent_backups,
+            concurrent_backups: concurrent_backups.effective,
         };
         let plan = plan(&input);
         merge(&mut result, namespace, &backups, &input, &plan);
@@ -118,7 +160,31 @@ fn merge(
             },
         );
     }
-    result.started.extend(plan.started().map(&key));
+    let started: Vec<String> = plan.started().map(&key).collect();
+    // Queue order: running before the plan (by name), started now (dequeue
+    // order), queued by new position, then the rest by name.
+    let rank = |name: &str| -> (u8, usize, String) {
+        let full = key(name);
+        match states.get(name) {
+            Some(state) if state.phase == Phase::Queued => (2, state.queue_position as usize, full),
+            Some(state) if state.phase.is_active() => {
+                match started.iter().position(|s| *s == full) {
+                    Some(index) => (1, index, full),
+                    None => (0, 0, full),
+                }
+            }
+            _ => (3, 0, full),
+        }
+    };
+    let mut order: Vec<(u8, usize, String)> = backups
+        .iter()
+        .map(|backup| rank(backup.metadata.name.as_deref().unwrap_or_default()))
+        .collect();
+    order.sort();
+    result
+        .order
+        .extend(order.into_iter().map(|(_, _, name)| name));
+    result.started.extend(started);
     for waiting in &plan.waiting {
         result
             .waiting
@@ -135,7 +201,7 @@ fn merge(
 /// Runs the command.
 pub fn run(
     inventory: &Inventory,
-    concurrent_backups: u32,
+    concurrent_backups: ConcurrentBackups,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
     let outcome = outcome(inventory, concurrent_backups);
@@ -149,7 +215,7 @@ pub fn run(
 }
 
 /// The JSON document and table of an outcome.
-pub fn render(outcome: &QueueOutcome, concurrent_backups: u32) -> Output {
+pub fn render(outcome: &QueueOutcome, concurrent_backups: ConcurrentBackups) -> Output {
     let document = json!({
         "backups": outcome.backups.iter().map(|(key, b)| (key.clone(), json!({
             "phase": b.phase,
@@ -165,11 +231,11 @@ pub fn render(outcome: &QueueOutcome, concurrent_backups: u32) -> Output {
     }
 }
 
-/// The people's view: every backup with its phase and position before and
-/// after, and why it waits.
-pub fn table_text(outcome: &QueueOutcome, concurrent_backups: u32) -> String {
+/// The people's view: every backup in queue order with its phase and
+/// position before and after, and why it waits.
+pub fn table_text(outcome: &QueueOutcome, concurrent_backups: ConcurrentBackups) -> String {
     let mut text = format!(
-        "--concurrent-backups {concurrent_backups}: {} started, {} waiting, {} status write(s)\n\n",
+        "{concurrent_backups}: {} started, {} waiting, {} status write(s)\n\n",
         outcome.started.len(),
         outcome.waiting.len(),
         outcome.writes
@@ -190,20 +256,21 @@ pub fn table_text(outcome: &QueueOutcome, concurrent_backups: u32) -> String {
             "new position",
             "why",
         ],
-        outcome.backups.iter().map(|(key, b)| {
+        outcome.order.iter().filter_map(|key| {
+            let b = outcome.backups.get(key)?;
             let why = if outcome.started.contains(key) {
                 "starts now".to_owned()
             } else {
                 outcome.waiting.get(key).cloned().unwrap_or_default()
             };
-            [
+            Some([
                 key.clone(),
                 b.phase_before.clone(),
                 position(b.position_before),
                 b.phase.clone(),
                 position(i64::from(b.position)),
                 why,
-            ]
+            ])
         }),
     ));
     text

@@ -11,25 +11,56 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{HostsAction, SootheMode};
-use crate::commands::affinity::{Direction, fragment_for_pvc};
+use crate::commands::affinity::{Direction, fragment_for_pvc, no_node_with_os};
 use crate::commands::config_source::ConfigInput;
+use crate::commands::queue::ConcurrentBackups;
+use crate::commands::soothe::DataMovers;
 use crate::commands::{
     CommandError, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, section, table};
 
-/// The Backup queue section uses Velero's default `--concurrent-backups`.
-const DEFAULT_CONCURRENT_BACKUPS: u32 = 1;
+/// The values `report` computes with (its flags), shown in its header.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--concurrent-backups` for the backup queue section.
+    pub concurrent_backups: ConcurrentBackups,
+    /// `--soothe-mode` for the load admission section.
+    pub soothe_mode: SootheMode,
+    /// `--datamover` for the load admission section.
+    pub data_movers: DataMovers,
+}
+
+fn mode_name(mode: SootheMode) -> &'static str {
+    match mode {
+        SootheMode::Optimistic => "optimistic",
+        SootheMode::Exact => "exact",
+    }
+}
 
 /// Builds the report.
 pub fn run(
     config: &ConfigInput,
     inventory: &Inventory,
+    options: &Options,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
-    let mut text = String::new();
+    let mut text = format!(
+        "Report with {}, --soothe-mode {}, load admission gating {}\n\n",
+        options.concurrent_backups,
+        mode_name(options.soothe_mode),
+        options.data_movers.describe()
+    );
     let mut document = Map::new();
+    document.insert(
+        "options".to_owned(),
+        json!({
+            "concurrentBackups": options.concurrent_backups.effective,
+            "sootheMode": mode_name(options.soothe_mode),
+            "dataMovers": options.data_movers.names(),
+        }),
+    );
 
     let counts = inventory.counts();
     text.push_str(&section(
@@ -75,22 +106,27 @@ pub fn run(
         }
     }
 
-    let outcome = queue::outcome(inventory, DEFAULT_CONCURRENT_BACKUPS);
-    let rendered = queue::render(&outcome, DEFAULT_CONCURRENT_BACKUPS);
+    let outcome = queue::outcome(inventory, options.concurrent_backups);
+    let rendered = queue::render(&outcome, options.concurrent_backups);
     text.push_str(&section(
-        "Backup queue (--concurrent-backups 1, Velero's default)",
+        &format!("Backup queue ({})", options.concurrent_backups),
         &rendered.table,
     ));
     document.insert("queue".to_owned(), rendered.document);
 
     if let Ok(loaded) = &config.loaded {
-        let admissions = soothe::admissions(&loaded.config, inventory, SootheMode::Optimistic)?;
-        let rendered = soothe::render(&admissions, SootheMode::Optimistic);
+        let admissions = soothe::admissions(
+            &loaded.config,
+            inventory,
+            options.soothe_mode,
+            &options.data_movers,
+        )?;
+        let rendered = soothe::render(&admissions, options.soothe_mode, &options.data_movers);
         text.push_str(&section("Load admission (prepare queue)", &rendered.table));
         document.insert("soothe".to_owned(), rendered.document);
     }
 
-    let labels = host_labels::report(inventory, None, stderr)?;
+    let labels = host_labels::report(inventory, &[], stderr)?;
     text.push_str(&section(
         "Host labels and host anti-affinity audit",
         &host_labels::table_text(&labels),
@@ -127,84 +163,86 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
     let running = node_agent_nodes(inventory);
     let mut rows = Vec::new();
     let mut document = Map::new();
-    let mut add =
-        |kind: &str, key: &ObjectKey, phase: String, pvc: Option<ObjectKey>, direction| {
-            let name = format!("{kind}/{key}");
-            let outcome = pvc
-                .as_ref()
-                .ok_or_else(|| "the load names no PVC".to_owned())
-                .and_then(|pvc_key| {
-                    inventory
-                        .persistent_volume_claims
-                        .get(pvc_key)
-                        .ok_or_else(|| {
-                            format!("PersistentVolumeClaim {pvc_key} is not in the input")
-                        })
-                })
-                .and_then(|pvc| {
-                    fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
-                        .map_err(|e| e.to_string())
-                });
-            let pvc_text = pvc
-                .as_ref()
-                .map_or_else(|| "-".to_owned(), ToString::to_string);
-            match outcome {
-                Ok(fragment) => {
-                    let diagnosis = diagnose(&fragment, &nodes, &running);
-                    let schedulable: Vec<String> = diagnosis
-                        .schedulable()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect();
-                    rows.push([
-                        name.clone(),
-                        phase.clone(),
-                        pvc_text.clone(),
-                        fragment.storage_class.clone(),
-                        fragment
-                            .load_affinity_index
-                            .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
-                        if schedulable.is_empty() {
-                            "NONE: the pod can never schedule".to_owned()
-                        } else {
-                            schedulable.join(", ")
-                        },
-                    ]);
-                    document.insert(
-                        name,
-                        json!({
-                            "phase": phase,
-                            "pvc": pvc_text,
-                            "storageClass": fragment.storage_class,
-                            "selectedLoadAffinity": fragment.load_affinity_index,
-                            "schedulableNodes": schedulable,
-                            "error": null,
-                        }),
-                    );
-                }
-                Err(error) => {
-                    rows.push([
-                        name.clone(),
-                        phase.clone(),
-                        pvc_text.clone(),
-                        "-".to_owned(),
-                        "-".to_owned(),
-                        format!("error: {error}"),
-                    ]);
-                    document.insert(
-                        name,
-                        json!({
-                            "phase": phase,
-                            "pvc": pvc_text,
-                            "storageClass": null,
-                            "selectedLoadAffinity": null,
-                            "schedulableNodes": [],
-                            "error": error,
-                        }),
-                    );
-                }
+    let mut add = |kind: &str,
+                   key: &ObjectKey,
+                   phase: String,
+                   pvc: Option<ObjectKey>,
+                   direction| {
+        let name = format!("{kind}/{key}");
+        let outcome = pvc
+            .as_ref()
+            .ok_or_else(|| "the load names no PVC".to_owned())
+            .and_then(|pvc_key| {
+                inventory
+                    .persistent_volume_claims
+                    .get(pvc_key)
+                    .ok_or_else(|| format!("PersistentVolumeClaim {pvc_key} is not in the input"))
+            })
+            .and_then(|pvc| match no_node_with_os(inventory, NodeOs::Linux) {
+                Some(error) => Err(error),
+                None => fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
+                    .map_err(|e| e.to_string()),
+            });
+        let pvc_text = pvc
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ToString::to_string);
+        match outcome {
+            Ok(fragment) => {
+                let diagnosis = diagnose(&fragment, &nodes, &running);
+                let schedulable: Vec<String> = diagnosis
+                    .schedulable()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                rows.push([
+                    name.clone(),
+                    phase.clone(),
+                    pvc_text.clone(),
+                    fragment.storage_class.clone(),
+                    fragment
+                        .load_affinity_index
+                        .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
+                    if schedulable.is_empty() {
+                        "NONE: the pod can never schedule".to_owned()
+                    } else {
+                        schedulable.join(", ")
+                    },
+                ]);
+                document.insert(
+                    name,
+                    json!({
+                        "phase": phase,
+                        "pvc": pvc_text,
+                        "storageClass": fragment.storage_class,
+                        "selectedLoadAffinity": fragment.load_affinity_index,
+                        "schedulableNodes": schedulable,
+                        "error": null,
+                    }),
+                );
             }
-        };
+            Err(error) => {
+                rows.push([
+                    name.clone(),
+                    phase.clone(),
+                    pvc_text.clone(),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                    format!("error: {error}"),
+                ]);
+                document.insert(
+                    name,
+                    json!({
+                        "phase": phase,
+                        "pvc": pvc_text,
+                        "storageClass": null,
+                        "selectedLoadAffinity": null,
+                        "schedulableNodes": [],
+                        "error": error,
+                    }),
+                );
+            }
+        }
+    };
     for (key, located) in &inventory.data_uploads {
         let phase = located.object.phase();
         if !(phase.is_new() || phase == velero_api::LoadPhase::Accepted) {

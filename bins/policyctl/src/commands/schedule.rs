@@ -1,6 +1,13 @@
 //! `schedule --pod NAMESPACE/NAME [...]` and `schedule --all`: kube-scheduler's
 //! filters and scores over the Nodes, Namespaces and Pods of the input.
 //!
+//! Per node, `unschedulable` gives the first rejecting filter's reason in the
+//! default profile's order (cordon, node name, taints, node affinity, host
+//! ports, resources, topology spread, pod (anti-)affinity); when no node is
+//! feasible, `summary` is kube-scheduler's FitError line (`0/3 nodes are
+//! available: 1 Insufficient cpu, ...`), also printed under the table's
+//! heading.
+//!
 //! Pods in phase `Succeeded` or `Failed` are left out: kube-scheduler's cache
 //! does not count terminated pods.
 
@@ -115,12 +122,18 @@ pub fn run_one(
             },
         },
         "selected": result.selected,
+        "summary": result.summary,
     });
     let mut text = format!(
-        "Pod {pod}: {} feasible node(s), selected: {}\n\n",
+        "Pod {pod}: {} feasible node(s), selected: {}\n",
         result.feasible.len(),
         or_dash(result.selected.as_ref())
     );
+    if let Some(summary) = &result.summary {
+        text.push_str(summary);
+        text.push('\n');
+    }
+    text.push('\n');
     let node_names: Vec<String> = inventory.nodes.keys().map(|key| key.name.clone()).collect();
     let score = |map: &BTreeMap<String, i64>, node: &str| or_dash(map.get(node));
     text.push_str(&table(

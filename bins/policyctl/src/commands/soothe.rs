@@ -1,19 +1,29 @@
-//! `soothe [--mode optimistic|exact]`: which `New` loads (DataUpload,
-//! DataDownload, PodVolumeBackup, PodVolumeRestore) one prepare-queue gate
-//! would admit now, in admission order (load-soothe, L3.8–L3.14).
+//! `soothe [--mode optimistic|exact] [--datamover NAME]...`: which `New`
+//! loads (DataUpload, DataDownload, PodVolumeBackup, PodVolumeRestore) one
+//! prepare-queue gate would admit now, in admission order (L3.8–L3.14;
+//! `load-soothe`).
 //!
-//! The gate sees every load of the input and handles all of them (as if one
-//! node-agent served the whole cluster): the loads in preparation (label
-//! `velero.io/expose-on-going=true`, or phase `Accepted`/`Prepared`) fill the
-//! `prepareQueueLength` slots, and the waiting loads are decided in one pass
-//! of the gate, `load_soothe::plan_pass` — the same function the
-//! `load-soothe-controller` calls — in first-in first-out order: the free
-//! slots go to the first waiting loads, every later one is held, with the
-//! same reason the controller's `PrepareQueueHold` Event gives. In exact
-//! mode the ledger ConfigMap (`velero-prepare-queue-ledger`) is read from the
-//! input when present, else the ledger starts empty. With the gate disabled
-//! (`prepareQueueLength` absent or ≤ 0, L3.8) every waiting load is
-//! admitted.
+//! The gate is the gate of the data movers it serves, standing for the whole
+//! cluster. Without `--datamover` it is Velero's node-agent gate: Velero's
+//! built-in data mover (DataUploads and DataDownloads whose `spec.datamover`
+//! is empty or `velero`) and every PodVolumeBackup and PodVolumeRestore.
+//! With `--datamover NAME` (repeatable) it is the gate
+//! `load-soothe-controller --datamover NAME` runs: DataUploads and
+//! DataDownloads of those third-party data movers only. Waiting loads of
+//! other data movers are listed as not gated here and never admitted; every
+//! load in preparation counts towards the limit, whoever serves it.
+//!
+//! The loads in preparation (label `velero.io/expose-on-going=true`, or
+//! phase `Accepted`/`Prepared`) fill the `prepareQueueLength` slots, and the
+//! waiting loads are decided in one pass of the gate,
+//! `load_soothe::plan_pass` — the same function the `load-soothe-controller`
+//! calls — in first-in first-out order: the free slots go to the first
+//! waiting loads, every later one is held, with the same reason the
+//! controller's `PrepareQueueHold` Event gives. In exact mode the ledger
+//! ConfigMap (`velero-prepare-queue-ledger`) is read from the input when
+//! present, else the ledger starts empty. With the gate disabled
+//! (`prepareQueueLength` absent or ≤ 0, L3.8) every waiting load it serves
+//! is admitted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -22,8 +32,8 @@ use affinity_translate::NodeAgentConfig;
 use jiff::Timestamp;
 use kube_adapters::velero::{GateScope, LoadObject, load};
 use load_soothe::{
-    CountCache, Enablement, ExactInput, ExactView, GateConfig, LedgerSnapshot, Load, LoadId, Mode,
-    RecountPolicy, plan_pass,
+    CountCache, Enablement, ExactInput, ExactView, GateConfig, LedgerSnapshot, Load, LoadId,
+    LoadKind, Mode, RecountPolicy, plan_pass,
 };
 use load_soothe::{DEFAULT_LEDGER_NAME, Ledger};
 use serde_json::json;
@@ -36,6 +46,84 @@ use crate::output::{Output, or_dash, table};
 /// Node name written into exact-mode ledger entries made by this simulation.
 const GATE_NODE: &str = "policyctl";
 
+/// The data movers a gate serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataMovers {
+    /// Velero's node-agent gate: the built-in data mover (`spec.datamover`
+    /// empty or `velero`) and the pod-volume loads.
+    BuiltIn,
+    /// `load-soothe-controller --datamover NAME...`: DataUploads and
+    /// DataDownloads of these third-party data movers only.
+    ThirdParty(BTreeSet<String>),
+}
+
+impl DataMovers {
+    /// The scope of `--datamover` values (none: Velero's built-in).
+    pub fn from_args(names: &[String]) -> Self {
+        if names.is_empty() {
+            Self::BuiltIn
+        } else {
+            Self::ThirdParty(names.iter().cloned().collect())
+        }
+    }
+
+    /// The names, for output: `velero` for the built-in gate.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Self::BuiltIn => vec![BUILT_IN.to_owned()],
+            Self::ThirdParty(names) => names.iter().cloned().collect(),
+        }
+    }
+
+    /// One line for table headers.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::BuiltIn => {
+                "Velero's built-in data mover and pod-volume loads (no --datamover)".to_owned()
+            }
+            Self::ThirdParty(names) => format!(
+                "--datamover {}",
+                names.iter().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// The gate's view of a load object: [`load`] with `handled_here` set
+    /// when this gate serves the load.
+    fn load<K: LoadObject>(&self, object: &K) -> Load {
+        match self {
+            Self::BuiltIn => {
+                let built_in: BTreeSet<String> = [BUILT_IN.to_owned()].into();
+                let mut load = load(object, GateScope::DataMovers(&built_in));
+                if matches!(
+                    K::KIND,
+                    LoadKind::PodVolumeBackup | LoadKind::PodVolumeRestore
+                ) {
+                    // Velero's node-agent gates its pod-volume loads too.
+                    load.handled_here = true;
+                }
+                load
+            }
+            Self::ThirdParty(names) => load(object, GateScope::DataMovers(names)),
+        }
+    }
+}
+
+/// `spec.datamover` of Velero's built-in data mover (also stands for an
+/// empty one).
+const BUILT_IN: &str = "velero";
+
+/// Why a `--datamover` value is refused: Velero's built-in data mover is
+/// what `soothe` gates without the flag.
+pub fn refused_datamover(name: &str) -> Option<String> {
+    let trimmed = name.trim();
+    (trimmed.is_empty() || trimmed == BUILT_IN).then(|| {
+        format!(
+            "{name:?} is Velero's built-in data mover, which the gate serves without --datamover (Velero's node-agent gate); --datamover selects third-party data movers, as load-soothe-controller --datamover does"
+        )
+    })
+}
+
 /// What the gate decides for the waiting loads.
 #[derive(Clone, Debug, Default)]
 pub struct Admissions {
@@ -45,9 +133,13 @@ pub struct Admissions {
     pub in_preparation: u64,
     /// Whether the gate holds new loads right now (`count >= limit`).
     pub constrained: bool,
-    /// Every waiting load in the gate's order (`Kind/namespace/name`), with
-    /// `None` when admitted or the reason it is held.
+    /// Every waiting load the gate serves, in the gate's order
+    /// (`Kind/namespace/name`), with `None` when admitted or the reason it
+    /// is held.
     pub decisions: Vec<(String, Option<String>)>,
+    /// Waiting loads of data movers this gate does not serve
+    /// (`Kind/namespace/name`), with who gates them instead.
+    pub not_gated_here: Vec<(String, String)>,
 }
 
 impl Admissions {
@@ -74,19 +166,41 @@ fn load_name(id: &LoadId) -> String {
     format!("{}/{}/{}", id.kind, id.namespace, id.name)
 }
 
-/// Every load of the input, as one gate standing for the whole cluster sees
-/// it.
-fn loads(inventory: &Inventory) -> Vec<Load> {
-    fn all<K: LoadObject>(objects: &Objects<K>) -> impl Iterator<Item = Load> + '_ {
-        objects
-            .values()
-            .map(|located| load(&located.object, GateScope::Everything))
+/// Every load of the input, as one gate serving `movers` for the whole
+/// cluster sees it, with each load's `spec.datamover`.
+fn loads(inventory: &Inventory, movers: &DataMovers) -> Vec<(Load, Option<String>)> {
+    fn all<'a, K: LoadObject>(
+        objects: &'a Objects<K>,
+        movers: &'a DataMovers,
+    ) -> impl Iterator<Item = (Load, Option<String>)> + 'a {
+        objects.values().map(move |located| {
+            (
+                movers.load(&located.object),
+                located.object.data_mover().map(str::to_owned),
+            )
+        })
     }
-    all(&inventory.data_uploads)
-        .chain(all(&inventory.data_downloads))
-        .chain(all(&inventory.pod_volume_backups))
-        .chain(all(&inventory.pod_volume_restores))
+    all(&inventory.data_uploads, movers)
+        .chain(all(&inventory.data_downloads, movers))
+        .chain(all(&inventory.pod_volume_backups, movers))
+        .chain(all(&inventory.pod_volume_restores, movers))
         .collect()
+}
+
+/// Who gates a load this gate does not serve.
+fn gated_by(kind: LoadKind, data_mover: Option<&str>) -> String {
+    match (kind, data_mover) {
+        (LoadKind::PodVolumeBackup | LoadKind::PodVolumeRestore, _) => {
+            "pod-volume load: gated by Velero's node-agent (soothe without --datamover)".to_owned()
+        }
+        (_, None | Some("")) | (_, Some(BUILT_IN)) => {
+            "Velero's built-in data mover: gated by Velero's node-agent (soothe without --datamover)"
+                .to_owned()
+        }
+        (_, Some(name)) => format!(
+            "data mover {name}: gated by load-soothe-controller --datamover {name} (soothe --datamover {name})"
+        ),
+    }
 }
 
 /// The exact-mode ledger of the input, if its ConfigMap is there.
@@ -113,11 +227,12 @@ fn ledger(inventory: &Inventory) -> Result<LedgerSnapshot, CommandError> {
     }
 }
 
-/// Runs the gate over the input.
+/// Runs the gate serving `movers` over the input.
 pub fn admissions(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     mode: SootheMode,
+    movers: &DataMovers,
 ) -> Result<Admissions, CommandError> {
     let mode = match mode {
         SootheMode::Optimistic => Mode::Optimistic,
@@ -128,16 +243,26 @@ pub fn admissions(
         .as_ref()
         .and_then(|c| c.prepare_queue_length);
     let gate = GateConfig::new(prepare_queue_length, mode);
-    let loads = loads(inventory);
+    let with_movers = loads(inventory, movers);
     // Ledger entries are stamped with the newest creation time of the input,
     // so the output never depends on the clock.
-    let now = loads
+    let now = with_movers
         .iter()
-        .map(|l| l.created)
+        .map(|(l, _)| l.created)
         .max()
         .unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut not_gated_here: Vec<(&Load, String)> = with_movers
+        .iter()
+        .filter(|(l, _)| l.is_waiting() && !l.handled_here)
+        .map(|(l, mover)| (l, gated_by(l.id.kind, mover.as_deref())))
+        .collect();
+    not_gated_here.sort_by(|(a, _), (b, _)| (a.created, &a.id).cmp(&(b.created, &b.id)));
+    let not_gated_here = not_gated_here
+        .into_iter()
+        .map(|(l, why)| (load_name(&l.id), why))
+        .collect();
     let mut cache = CountCache::new(RecountPolicy::for_mode(mode));
-    cache.resync(loads);
+    cache.resync(with_movers.into_iter().map(|(l, _)| l));
     let in_preparation = cache.counts().total();
     let constrained = match gate.enablement {
         Enablement::Enabled(limit) => in_preparation >= limit.get(),
@@ -152,6 +277,7 @@ pub fn admissions(
         prepare_queue_length,
         in_preparation,
         constrained,
+        not_gated_here,
         ..Admissions::default()
     };
     let exact = (mode == Mode::Exact).then_some(ExactInput::Read(ExactView {
@@ -174,20 +300,23 @@ pub fn admissions(
 }
 
 /// The JSON document and table of the admissions.
-pub fn render(result: &Admissions, mode: SootheMode) -> Output {
+pub fn render(result: &Admissions, mode: SootheMode, movers: &DataMovers) -> Output {
     let document = json!({
         "prepareQueueLength": result.prepare_queue_length,
         "inPreparation": result.in_preparation,
         "constrained": result.constrained,
+        "dataMovers": movers.names(),
         "admit": result.admit(),
         "hold": result.hold(),
+        "notGatedHere": result.not_gated_here.iter().map(|(name, _)| name).collect::<Vec<_>>(),
     });
     let mode_name = match mode {
         SootheMode::Optimistic => "optimistic",
         SootheMode::Exact => "exact",
     };
     let mut text = format!(
-        "Mode {mode_name}: prepareQueueLength {}, {} load(s) in preparation{}; {} admitted, {} held\n\n",
+        "Mode {mode_name}, gating {}: prepareQueueLength {}, {} load(s) in preparation{}; {} admitted, {} held, {} not gated here\n\n",
+        movers.describe(),
         or_dash(result.prepare_queue_length),
         result.in_preparation,
         if result.constrained {
@@ -196,25 +325,35 @@ pub fn render(result: &Admissions, mode: SootheMode) -> Output {
             ""
         },
         result.admit().len(),
-        result.hold().len()
+        result.hold().len(),
+        result.not_gated_here.len()
     );
-    if result.decisions.is_empty() {
+    if result.decisions.is_empty() && result.not_gated_here.is_empty() {
         text.push_str("No load is waiting for admission.\n");
     } else {
+        let gated = result
+            .decisions
+            .iter()
+            .enumerate()
+            .map(|(i, (name, hold))| {
+                [
+                    (i + 1).to_string(),
+                    name.clone(),
+                    if hold.is_some() { "hold" } else { "admit" }.to_owned(),
+                    hold.clone().unwrap_or_default(),
+                ]
+            });
+        let other = result.not_gated_here.iter().map(|(name, why)| {
+            [
+                "-".to_owned(),
+                name.clone(),
+                "not gated here".to_owned(),
+                why.clone(),
+            ]
+        });
         text.push_str(&table(
             &["order", "load", "decision", "why"],
-            result
-                .decisions
-                .iter()
-                .enumerate()
-                .map(|(i, (name, hold))| {
-                    [
-                        (i + 1).to_string(),
-                        name.clone(),
-                        if hold.is_some() { "hold" } else { "admit" }.to_owned(),
-                        hold.clone().unwrap_or_default(),
-                    ]
-                }),
+            gated.chain(other),
         ));
     }
     Output {
@@ -228,14 +367,15 @@ pub fn run(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     mode: SootheMode,
+    movers: &DataMovers,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
-    let result = admissions(config, inventory, mode)?;
+    let result = admissions(config, inventory, mode, movers)?;
     if result.prepare_queue_length.is_none_or(|n| n <= 0) {
         let _ = writeln!(
             stderr,
-            "note: loadConcurrency.prepareQueueLength is absent or not positive: the gate is disabled and admits every load (L3.8)"
+            "note: loadConcurrency.prepareQueueLength is absent or not positive: the gate is disabled and admits every load it serves (L3.8)"
         );
     }
-    Ok(render(&result, mode))
+    Ok(render(&result, mode, movers))
 }

@@ -326,7 +326,8 @@ pub fn needs(command: &Command) -> Needs {
             action: ConfigAction::Check { .. },
         } => &[CONFIG],
         Command::Concurrency => &[CONFIG, &[Kind::Node]],
-        Command::Affinity(_) => &[CONFIG, STORAGE],
+        // Nodes: Velero fails the load when none has the data mover's OS.
+        Command::Affinity(_) => &[CONFIG, STORAGE, &[Kind::Node]],
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
@@ -342,7 +343,8 @@ pub fn needs(command: &Command) -> Needs {
         },
         Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, DATA_PATH],
         Command::Modules(_) => &[CLUSTER_API],
-        Command::Report => &[&Kind::ALL],
+        Command::Report(_) => &[&Kind::ALL],
+        Command::Rbac(_) => return Needs::Nothing,
     };
     let mut kinds: Vec<Kind> = groups
         .iter()
@@ -351,4 +353,53 @@ pub fn needs(command: &Command) -> Needs {
     kinds.sort();
     kinds.dedup();
     Needs::Kinds(kinds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_needs_every_kind_and_hosts_needs_files() {
+        let report = Command::Report(crate::cli::ReportArgs {
+            concurrent_backups: 1,
+            soothe_mode: crate::cli::SootheMode::Optimistic,
+            datamovers: Vec::new(),
+        });
+        assert_eq!(needs(&report), Needs::Kinds(Kind::ALL.to_vec()));
+        assert!(matches!(
+            needs(&Command::Hosts {
+                action: crate::cli::HostsAction::Plan
+            }),
+            Needs::FilesOnly(_)
+        ));
+    }
+
+    #[test]
+    fn every_kind_has_its_own_resource_and_a_list_path() {
+        let mut seen = std::collections::BTreeSet::new();
+        for kind in Kind::ALL {
+            let resource = kind.resource();
+            assert!(seen.insert((resource.group, resource.plural)), "{kind:?}");
+            let path = resource.list_path(resource.versions[0], "velero");
+            assert!(path.ends_with(resource.plural), "{path}");
+            assert_eq!(
+                path.contains("/namespaces/velero/"),
+                resource.scope == Scope::VeleroNamespace,
+                "{path}"
+            );
+        }
+        assert_eq!(
+            Kind::Pod.resource().list_path("v1", "velero"),
+            "/api/v1/pods"
+        );
+        assert_eq!(
+            Kind::Backup.resource().list_path("v1", "velero"),
+            "/apis/velero.io/v1/namespaces/velero/backups"
+        );
+        assert_eq!(
+            Kind::Machine.resource().display_name(),
+            "cluster.x-k8s.io/{v1beta2,v1beta1} Machine"
+        );
+    }
 }

@@ -21,6 +21,7 @@
 //! here.
 
 pub mod kinds;
+pub mod rbac;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -331,7 +332,7 @@ impl List<'_> {
 
     fn note(&self, code: u16) -> String {
         let why = if code == 403 {
-            "forbidden (403): the user may not list them"
+            "forbidden (403): the user may not list them (policyctl rbac prints the read-only roles live mode needs)"
         } else {
             "not found (404): the server does not serve this kind (is its CustomResourceDefinition installed?)"
         };
@@ -356,4 +357,23 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = next.source();
     }
     text.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plugin_is_recognised_by_its_file_name() {
+        use std::ffi::OsStr;
+        assert!(is_kubectl_plugin(Some(OsStr::new("kubectl-policy"))));
+        assert!(is_kubectl_plugin(Some(OsStr::new(
+            "/usr/local/bin/kubectl-policy"
+        ))));
+        // Windows: `kubectl-policy.exe`.
+        assert!(is_kubectl_plugin(Some(OsStr::new("kubectl-policy.exe"))));
+        assert!(!is_kubectl_plugin(Some(OsStr::new("policyctl"))));
+        assert!(!is_kubectl_plugin(Some(OsStr::new("kubectl-policyctl"))));
+        assert!(!is_kubectl_plugin(None));
+    }
 }

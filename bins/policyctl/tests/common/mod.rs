@@ -1,4 +1,6 @@
 //! Runs policyctl in-process, capturing standard output and error.
+// Each test file uses only part of these helpers.
+#![allow(dead_code)]
 
 use clap::Parser;
 use policyctl::{Cli, Exit};

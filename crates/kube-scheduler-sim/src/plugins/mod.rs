@@ -1,9 +1,17 @@
 //! kube-scheduler's plugins, one module each, named as upstream
 //! (`pkg/scheduler/framework/plugins/<name>`), each with its filter and score.
+//! The evaluator runs the filters in the default profile's order:
+//! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (in
+//! [`crate::node_selector`]), NodePorts, NodeResourcesFit,
+//! PodTopologySpread, InterPodAffinity.
 //!
 //! Modules with public items hold per-node checks other crates reuse (for
 //! example `affinity-translate`'s data-mover diagnosis).
 
 pub(crate) mod inter_pod_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub(crate) mod pod_topology_spread;
+pub mod taint_toleration;

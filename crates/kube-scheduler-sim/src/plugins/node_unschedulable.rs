@@ -1,4 +1,4 @@
-//! NodeUnschedulable (`pkg/scheduler/framework/plugins/nodeunschedulable`):
+//! NodeUnschedulable (C.25, `pkg/scheduler/framework/plugins/nodeunschedulable`):
 //! a cordoned node (`spec.unschedulable: true`) takes only pods that
 //! tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 

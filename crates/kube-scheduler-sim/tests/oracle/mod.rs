@@ -7,7 +7,9 @@
 //! itself apimachinery's conversion from `kube-validation`); node selector
 //! matching, tolerations, spread constraints, namespace scoping, counting,
 //! the first-pod exception, symmetry, scoring, normalisation and selection
-//! are written again here.
+//! are written again here, and so are cordons, node names, taints, host
+//! ports and resource requests (quantities are parsed with
+//! `kube-validation`, the project's one quantity parser).
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -347,6 +349,10 @@ pub fn evaluate(
                 Reason::NodeAffinityTermsConflict.failure(),
             );
         }
+        res.summary = Some(prefilter_summary(
+            nodes.len(),
+            "pod affinity terms conflict",
+        ));
         return res;
     }
     let spread = match &compiled.spread {
@@ -366,9 +372,11 @@ pub fn evaluate(
                     plugin: Plugin::InterPodAffinity,
                     code: Code::UnschedulableAndUnresolvable,
                     message: msg.clone(),
+                    reasons: vec![msg.clone()],
                 },
             );
         }
+        res.summary = Some(prefilter_summary(nodes.len(), msg));
         return res;
     }
     let own = pod_terms(&incoming);
@@ -443,6 +451,14 @@ pub fn evaluate(
     for n in &nodes {
         let name = node_name(n).to_owned();
         let l = node_labels(n);
+        let on_node: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
+            .collect();
+        if let Some(f) = node_level_failure(&incoming, n, &on_node) {
+            res.unschedulable.insert(name, f);
+            continue;
+        }
         let reason = if !required_node_affinity(&incoming, n) {
             Some(Reason::NodeAffinityMismatch)
         } else if let Some(r) = spread
@@ -480,6 +496,27 @@ pub fn evaluate(
         }
     }
     res.feasible.sort();
+    if res.feasible.is_empty() {
+        // FitError: every reason of every node counted, "<count> <reason>"
+        // sorted as strings.
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in res.unschedulable.values() {
+            for r in &f.reasons {
+                *counts.entry(r).or_default() += 1;
+            }
+        }
+        let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
+        parts.sort();
+        res.summary = Some(if nodes.is_empty() {
+            "no nodes available to schedule pods".to_owned()
+        } else {
+            format!(
+                "0/{} nodes are available: {}.",
+                nodes.len(),
+                parts.join(", ")
+            )
+        });
+    }
 
     // Scoring.
     let scored: Vec<&Node> = if opts.score_all_nodes {
@@ -897,10 +934,14 @@ impl Incoming {
 /// Some `NoSchedule`/`NoExecute` taint is not tolerated (written from
 /// `Toleration.ToleratesTaint`).
 fn has_untolerated_taint(taints: &[Taint], tolerations: &[Toleration]) -> bool {
+    first_untolerated(taints, tolerations).is_some()
+}
+
+fn first_untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
     taints
         .iter()
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .any(|taint| {
+        .find(|taint| {
             !tolerations.iter().any(|tol| {
                 let effect_ok = tol
                     .effect
@@ -920,4 +961,256 @@ fn has_untolerated_taint(taints: &[Taint], tolerations: &[Toleration]) -> bool {
                 effect_ok && key_ok && value_ok
             })
         })
+}
+
+fn failure(plugin: Plugin, code: Code, reasons: Vec<String>) -> Failure {
+    Failure {
+        plugin,
+        code,
+        message: reasons.join(", "),
+        reasons,
+    }
+}
+
+/// The filters that look at the node alone (and the pods bound to it), in
+/// the default profile's order, except NodeAffinity which sits between
+/// TaintToleration and NodePorts and is checked here too.
+fn node_level_failure(pod: &Pod, node: &Node, on_node: &[&Pod]) -> Option<Failure> {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let tolerations = spec.tolerations.clone().unwrap_or_default();
+    let node_spec = node.spec.clone().unwrap_or_default();
+    let unresolvable = Code::UnschedulableAndUnresolvable;
+    if node_spec.unschedulable == Some(true) {
+        let cordon = Taint {
+            key: "node.kubernetes.io/unschedulable".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        };
+        if has_untolerated_taint(std::slice::from_ref(&cordon), &tolerations) {
+            return Some(failure(
+                Plugin::NodeUnschedulable,
+                unresolvable,
+                vec!["node(s) were unschedulable".into()],
+            ));
+        }
+    }
+    if let Some(wanted) = spec.node_name.as_deref().filter(|n| !n.is_empty())
+        && wanted != node_name(node)
+    {
+        return Some(failure(
+            Plugin::NodeName,
+            unresolvable,
+            vec!["node(s) didn't match the requested node name".into()],
+        ));
+    }
+    if let Some(t) = first_untolerated(
+        node_spec.taints.as_deref().unwrap_or_default(),
+        &tolerations,
+    ) {
+        return Some(failure(
+            Plugin::TaintToleration,
+            unresolvable,
+            vec![format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                t.key,
+                t.value.clone().unwrap_or_default()
+            )],
+        ));
+    }
+    if !required_node_affinity(pod, node) {
+        return Some(Reason::NodeAffinityMismatch.failure());
+    }
+    // NodePorts.
+    let wanted = ports_of(pod);
+    let used: Vec<(String, String, i32)> = on_node.iter().flat_map(|p| ports_of(p)).collect();
+    let conflict = wanted.iter().any(|(ip, proto, port)| {
+        used.iter().any(|(uip, uproto, uport)| {
+            uproto == proto && uport == port && (ip == "0.0.0.0" || uip == "0.0.0.0" || uip == ip)
+        })
+    });
+    if conflict {
+        return Some(failure(
+            Plugin::NodePorts,
+            Code::Unschedulable,
+            vec!["node(s) didn't have free ports for the requested pod ports".into()],
+        ));
+    }
+    // NodeResourcesFit.
+    let allocatable = node.status.as_ref()?.allocatable.as_ref()?;
+    let alloc = |name: &str| {
+        allocatable.get(name).map_or(0, |q| {
+            to_units(name, Quantity::parse(&q.0).map_or(0, |q| q.nanos()))
+        })
+    };
+    let mut reasons = Vec::new();
+    let mut unresolvable_short = false;
+    if on_node.len() as i64 + 1 > alloc("pods") {
+        reasons.push("Too many pods".to_owned());
+    }
+    let want = requested_units(pod);
+    if want.values().any(|v| *v != 0) || want.keys().any(|k| is_scalar(k)) {
+        let mut names: Vec<&String> = want.keys().collect();
+        let rank = |n: &str| match n {
+            "cpu" => 0,
+            "memory" => 1,
+            "ephemeral-storage" => 2,
+            _ => 3,
+        };
+        names.sort_by_key(|n| (rank(n), n.to_string()));
+        for name in names {
+            let w = want[name];
+            if w <= 0 {
+                continue;
+            }
+            let used: i64 = on_node
+                .iter()
+                .map(|p| requested_units(p).get(name).copied().unwrap_or(0))
+                .sum();
+            let cap = alloc(name);
+            if w > cap - used {
+                reasons.push(format!("Insufficient {name}"));
+                unresolvable_short |= w > cap;
+            }
+        }
+    }
+    if reasons.is_empty() {
+        return None;
+    }
+    let code = if unresolvable_short {
+        Code::UnschedulableAndUnresolvable
+    } else {
+        Code::Unschedulable
+    };
+    Some(failure(Plugin::NodeResourcesFit, code, reasons))
+}
+
+use kube_validation::Quantity;
+
+/// (hostIP, protocol, hostPort) of every container and sidecar port with a
+/// host port, unset IP as 0.0.0.0 and unset protocol as TCP.
+fn ports_of(pod: &Pod) -> Vec<(String, String, i32)> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    for c in sidecars.chain(spec.containers.iter()) {
+        for p in c.ports.iter().flatten() {
+            let port = p.host_port.unwrap_or(0);
+            if port > 0 {
+                let ip = p.host_ip.clone().unwrap_or_default();
+                let proto = p.protocol.clone().unwrap_or_default();
+                out.push((
+                    if ip.is_empty() { "0.0.0.0".into() } else { ip },
+                    if proto.is_empty() {
+                        "TCP".into()
+                    } else {
+                        proto
+                    },
+                    port,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn is_scalar(name: &str) -> bool {
+    name.starts_with("hugepages-")
+        || name.starts_with("attachable-volumes-")
+        || name.contains("kubernetes.io/")
+        || (name.contains('/')
+            && !name.starts_with("requests.")
+            && kube_validation::is_qualified_name(&format!("requests.{name}")))
+}
+
+/// Nano-units to kube-scheduler's units: millicores for CPU, whole units
+/// otherwise, rounded up.
+fn to_units(name: &str, nanos: i128) -> i64 {
+    let d: i128 = if name == "cpu" {
+        1_000_000
+    } else {
+        1_000_000_000
+    };
+    let q = nanos / d + i128::from(nanos % d > 0);
+    q as i64
+}
+
+/// The pod's effective request per resource kube-scheduler counts, written
+/// resource by resource from the sidecar KEP's formula.
+fn requested_units(pod: &Pod) -> BTreeMap<String, i64> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return BTreeMap::new();
+    };
+    let req = |c: &k8s_openapi::api::core::v1::Container, name: &str| -> i128 {
+        c.resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get(name))
+            .map_or(0, |q| Quantity::parse(&q.0).map_or(0, |q| q.nanos()))
+    };
+    let inits: Vec<_> = spec.init_containers.clone().unwrap_or_default();
+    let mut names = BTreeSet::new();
+    let all_lists = spec
+        .containers
+        .iter()
+        .chain(inits.iter())
+        .filter_map(|c| c.resources.as_ref().and_then(|r| r.requests.clone()))
+        .chain(spec.overhead.clone())
+        .chain(spec.resources.as_ref().and_then(|r| r.requests.clone()));
+    for list in all_lists {
+        names.extend(list.into_keys());
+    }
+    let mut out = BTreeMap::new();
+    for name in names {
+        if !(name == "cpu" || name == "memory" || name == "ephemeral-storage" || is_scalar(&name)) {
+            continue;
+        }
+        let sidecar = |c: &&k8s_openapi::api::core::v1::Container| {
+            c.restart_policy.as_deref() == Some("Always")
+        };
+        let mut total: i128 = spec.containers.iter().map(|c| req(c, &name)).sum::<i128>()
+            + inits
+                .iter()
+                .filter(sidecar)
+                .map(|c| req(c, &name))
+                .sum::<i128>();
+        for (i, c) in inits.iter().enumerate() {
+            let before: i128 = inits[..i]
+                .iter()
+                .filter(sidecar)
+                .map(|c| req(c, &name))
+                .sum();
+            total = total.max(req(c, &name) + before);
+        }
+        let pod_level = spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get(&name))
+            .filter(|_| name == "cpu" || name == "memory" || name.starts_with("hugepages-"));
+        if let Some(q) = pod_level {
+            total = Quantity::parse(&q.0).map_or(0, |q| q.nanos());
+        }
+        total += spec
+            .overhead
+            .as_ref()
+            .and_then(|o| o.get(&name))
+            .map_or(0, |q| Quantity::parse(&q.0).map_or(0, |q| q.nanos()));
+        let units = to_units(&name, total);
+        out.insert(name, units);
+    }
+    out
+}
+
+fn prefilter_summary(nodes: usize, message: &str) -> String {
+    if nodes == 0 {
+        "no nodes available to schedule pods".to_owned()
+    } else {
+        format!("0/{nodes} nodes are available: {message}.")
+    }
 }

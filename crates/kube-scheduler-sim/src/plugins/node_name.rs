@@ -1,0 +1,23 @@
+//! NodeName (C.26, `pkg/scheduler/framework/plugins/nodename`): a pod whose
+//! `spec.nodeName` is set fits only the node of that name.
+
+/// kube-scheduler's reason (`ErrReason`).
+pub const REASON: &str = "node(s) didn't match the requested node name";
+
+/// The Filter: true when the pod names no node or names this one.
+pub fn fits(pod_node_name: Option<&str>, node_name: &str) -> bool {
+    pod_node_name.is_none_or(|n| n.is_empty() || n == node_name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // TestNodeName (nodename/node_name_test.go).
+    #[test]
+    fn node_name_table() {
+        assert!(fits(None, "foo"), "no host specified");
+        assert!(fits(Some("foo"), "foo"), "host matches");
+        assert!(!fits(Some("bar"), "foo"), "host doesn't match");
+    }
+}

@@ -1,0 +1,129 @@
+//! NodeResourcesFit (C.30, `pkg/scheduler/framework/plugins/noderesources`),
+//! Filter part (`fitsRequest`): the node must admit one more pod, and for
+//! every resource the pod requests (a positive amount) the node's
+//! allocatable minus what the pods already on it request must cover the
+//! request. Every shortfall is a reason of its own: `Too many pods`, then
+//! `Insufficient cpu`, `Insufficient memory`, `Insufficient
+//! ephemeral-storage`, then `Insufficient <name>` for scalar resources (by
+//! name here; upstream walks a Go map). The status is `Unschedulable`,
+//! or `UnschedulableAndUnresolvable` when a request exceeds the node's whole
+//! allocatable (preemption cannot help).
+//!
+//! Requests are [`crate::resources::pod_requests`]
+//! (`resource.PodRequests`: init containers, sidecars, pod-level resources
+//! and overhead); a pod that requests nothing is checked for the pod count
+//! only.
+
+use serde::{Deserialize, Serialize};
+
+use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, format_amount};
+use crate::result::Code;
+
+/// One resource the node lacks (`InsufficientResource`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Insufficient {
+    /// `pods`, `cpu`, `memory`, `ephemeral-storage` or a scalar resource.
+    pub resource: String,
+    /// What the pod requests (1 for `pods`; millicores for CPU, else units).
+    pub requested: i64,
+    /// What the pods already on the node request (their count for `pods`).
+    pub used: i64,
+    /// The node's allocatable.
+    pub capacity: i64,
+    /// The request exceeds the whole allocatable: preemption cannot help.
+    pub unresolvable: bool,
+}
+
+impl Insufficient {
+    /// kube-scheduler's reason: `Too many pods` or `Insufficient <name>`.
+    pub fn reason(&self) -> String {
+        if self.resource == PODS {
+            "Too many pods".to_owned()
+        } else {
+            format!("Insufficient {}", self.resource)
+        }
+    }
+
+    /// In plain words, with amounts written as in a manifest.
+    pub fn explain(&self) -> String {
+        if self.resource == PODS {
+            return format!(
+                "the node already runs {} pod(s) and admits {} (status.allocatable.pods)",
+                self.used, self.capacity
+            );
+        }
+        let amount = |v: i64| format_amount(&self.resource, v);
+        let free = self.capacity.saturating_sub(self.used);
+        format!(
+            "{}: the pod requests {}, the node has {} allocatable of which {} is requested by the pods already on it ({} free)",
+            self.resource,
+            amount(self.requested),
+            amount(self.capacity),
+            amount(self.used),
+            amount(free.max(0)),
+        )
+    }
+}
+
+/// The status code of a NodeResourcesFit failure.
+pub(crate) fn code(list: &[Insufficient]) -> Code {
+    if list.iter().any(|i| i.unresolvable) {
+        Code::UnschedulableAndUnresolvable
+    } else {
+        Code::Unschedulable
+    }
+}
+
+/// `fitsRequest`: every shortfall of the node for the pod; empty when it fits.
+/// `pods_on_node` and `requested` describe the pods already bound there.
+pub fn fits_request(
+    pod: &Resources,
+    allocatable: &Resources,
+    requested: &Resources,
+    pods_on_node: i64,
+) -> Vec<Insufficient> {
+    let mut out = Vec::new();
+    if pods_on_node + 1 > allocatable.allowed_pods {
+        out.push(Insufficient {
+            resource: PODS.to_owned(),
+            requested: 1,
+            used: pods_on_node,
+            capacity: allocatable.allowed_pods,
+            unresolvable: false,
+        });
+    }
+    if pod.is_empty() {
+        return out;
+    }
+    let mut check = |name: &str, want: i64, capacity: i64, used: i64| {
+        if want > 0 && want > capacity.saturating_sub(used) {
+            out.push(Insufficient {
+                resource: name.to_owned(),
+                requested: want,
+                used,
+                capacity,
+                unresolvable: want > capacity,
+            });
+        }
+    };
+    check(
+        CPU,
+        pod.milli_cpu,
+        allocatable.milli_cpu,
+        requested.milli_cpu,
+    );
+    check(MEMORY, pod.memory, allocatable.memory, requested.memory);
+    check(
+        EPHEMERAL_STORAGE,
+        pod.ephemeral_storage,
+        allocatable.ephemeral_storage,
+        requested.ephemeral_storage,
+    );
+    for (name, want) in &pod.scalar {
+        let capacity = allocatable.scalar.get(name).copied().unwrap_or(0);
+        let used = requested.scalar.get(name).copied().unwrap_or(0);
+        check(name, *want, capacity, used);
+    }
+    out
+}

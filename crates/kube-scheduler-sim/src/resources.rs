@@ -1,0 +1,298 @@
+//! Resource amounts as kube-scheduler counts them (C.29): a pod's effective
+//! requests (`k8s.io/component-helpers/resource.PodRequests`) and a node's
+//! allocatable, converted to `framework.Resource` (CPU in millicores rounded
+//! up, every other resource in whole units rounded up).
+//!
+//! Quantities are parsed by `kube-validation`'s [`Quantity`], the project's
+//! one implementation of `resource.ParseQuantity`; sums are exact before the
+//! conversion, as apimachinery's are.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use kube_validation::{Quantity, QuantityError, is_qualified_name};
+
+/// `cpu`.
+pub const CPU: &str = "cpu";
+/// `memory`.
+pub const MEMORY: &str = "memory";
+/// `ephemeral-storage`.
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// `pods` (a node's allocatable pod count).
+pub const PODS: &str = "pods";
+
+/// A quantity in an object that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: invalid quantity {value:?}: {error}")]
+pub struct QuantityProblem {
+    /// Where it is, e.g. `spec.containers[0].resources.requests.cpu`.
+    pub field: String,
+    /// The text as given.
+    pub value: String,
+    /// Why it does not parse.
+    pub error: QuantityError,
+}
+
+/// `framework.Resource`: what a pod requests or a node offers, in
+/// kube-scheduler's units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// CPU in millicores.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Pods a node admits (`status.allocatable.pods`); unused for pods.
+    pub allowed_pods: i64,
+    /// Extended resources, hugepages and other scalar resources, by name.
+    pub scalar: BTreeMap<String, i64>,
+}
+
+impl Resources {
+    /// Whether nothing is requested (`fitsRequest` then checks only the pod
+    /// count).
+    pub fn is_empty(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar.is_empty()
+    }
+
+    /// `Resource.Add` of a list; `pods` counts towards `allowed_pods` only
+    /// when `with_pods` (a node's allocatable).
+    fn from_list(list: &List, with_pods: bool) -> Self {
+        let mut r = Self::default();
+        for (name, q) in list {
+            match name.as_str() {
+                CPU => r.milli_cpu = r.milli_cpu.saturating_add(q.milli_value()),
+                MEMORY => r.memory = r.memory.saturating_add(q.value()),
+                EPHEMERAL_STORAGE => {
+                    r.ephemeral_storage = r.ephemeral_storage.saturating_add(q.value());
+                }
+                PODS if with_pods => {
+                    r.allowed_pods = r.allowed_pods.saturating_add(q.value());
+                }
+                other if is_scalar_resource_name(other) => {
+                    let e = r.scalar.entry(other.to_owned()).or_default();
+                    *e = e.saturating_add(q.value());
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
+    /// Adds (`sign` 1) or subtracts (`sign` -1) a pod's requests, as
+    /// `NodeInfo.update` does for the node's requested total.
+    pub(crate) fn add_signed(&mut self, other: &Resources, sign: i64) {
+        self.milli_cpu = self.milli_cpu.saturating_add(sign * other.milli_cpu);
+        self.memory = self.memory.saturating_add(sign * other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(sign * other.ephemeral_storage);
+        for (name, v) in &other.scalar {
+            let e = self.scalar.entry(name.clone()).or_default();
+            *e = e.saturating_add(sign * v);
+            if *e == 0 {
+                self.scalar.remove(name);
+            }
+        }
+    }
+}
+
+/// `schedutil.IsScalarResourceName`: extended resources (a domain-prefixed
+/// name outside `kubernetes.io/`), `hugepages-*`, `*kubernetes.io/*` and
+/// `attachable-volumes-*`. Other names (`foo` without a domain) are ignored.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name)
+        || name.starts_with("hugepages-")
+        || name.contains("kubernetes.io/")
+        || name.starts_with("attachable-volumes-")
+}
+
+/// `v1helper.IsExtendedResourceName`: not native (it has a `/` and is not
+/// in `kubernetes.io/`), not `requests.*`, and `requests.<name>` is a
+/// qualified name.
+pub fn is_extended_resource_name(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native && !name.starts_with("requests.") && is_qualified_name(&format!("requests.{name}"))
+}
+
+type List = BTreeMap<String, Quantity>;
+
+fn parse_list(
+    list: Option<&BTreeMap<String, ApiQuantity>>,
+    field: &str,
+) -> Result<List, QuantityProblem> {
+    list.into_iter()
+        .flatten()
+        .map(|(name, q)| {
+            Quantity::parse(&q.0)
+                .map(|parsed| (name.clone(), parsed))
+                .map_err(|error| QuantityProblem {
+                    field: format!("{field}.{name}"),
+                    value: q.0.clone(),
+                    error,
+                })
+        })
+        .collect()
+}
+
+fn add_into(into: &mut List, add: &List) {
+    for (name, q) in add {
+        let e = into.entry(name.clone()).or_insert(Quantity::ZERO);
+        *e = e.checked_add(*q).unwrap_or(Quantity::from_nanos(i128::MAX));
+    }
+}
+
+fn max_into(into: &mut List, other: &List) {
+    for (name, q) in other {
+        let e = into.entry(name.clone()).or_insert(*q);
+        if *q > *e {
+            *e = *q;
+        }
+    }
+}
+
+fn container_requests(c: &Container, field: &str) -> Result<List, QuantityProblem> {
+    parse_list(
+        c.resources.as_ref().and_then(|r| r.requests.as_ref()),
+        &format!("{field}.resources.requests"),
+    )
+}
+
+/// `IsSupportedPodLevelResource`: `cpu`, `memory` and `hugepages-*`.
+fn is_supported_pod_level_resource(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
+}
+
+/// `resource.PodRequests` with the defaults kube-scheduler uses for an
+/// incoming pod (pod-level resources honoured, overhead added):
+/// - the sum of the regular containers;
+/// - each restartable init container (`restartPolicy: Always`, a sidecar)
+///   is added to that sum and keeps running for the init containers after
+///   it; every other init container needs its own request plus the sidecars
+///   started before it;
+/// - the result is, per resource, the larger of the sum and the largest
+///   init-container need;
+/// - pod-level `spec.resources.requests` replace it for `cpu`, `memory` and
+///   `hugepages-*`;
+/// - `spec.overhead` is added.
+pub fn pod_request_list(pod: &Pod) -> Result<BTreeMap<String, Quantity>, QuantityProblem> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(List::new());
+    };
+    let mut reqs = List::new();
+    for (i, c) in spec.containers.iter().enumerate() {
+        add_into(
+            &mut reqs,
+            &container_requests(c, &format!("spec.containers[{i}]"))?,
+        );
+    }
+    let mut sidecars = List::new();
+    let mut init_max = List::new();
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        let own = container_requests(c, &format!("spec.initContainers[{i}]"))?;
+        let need = if c.restart_policy.as_deref() == Some("Always") {
+            add_into(&mut reqs, &own);
+            add_into(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut need = own;
+            add_into(&mut need, &sidecars);
+            need
+        };
+        max_into(&mut init_max, &need);
+    }
+    max_into(&mut reqs, &init_max);
+    let pod_level = parse_list(
+        spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
+        "spec.resources.requests",
+    )?;
+    for (name, q) in pod_level {
+        if is_supported_pod_level_resource(&name) {
+            reqs.insert(name, q);
+        }
+    }
+    add_into(
+        &mut reqs,
+        &parse_list(spec.overhead.as_ref(), "spec.overhead")?,
+    );
+    Ok(reqs)
+}
+
+/// [`pod_request_list`] in kube-scheduler's units (`SetMaxResource` on an
+/// empty `Resource`: `pods` and unknown names are ignored).
+pub fn pod_requests(pod: &Pod) -> Result<Resources, QuantityProblem> {
+    pod_request_list(pod).map(|list| Resources::from_list(&list, false))
+}
+
+/// A node's `status.allocatable` in kube-scheduler's units, `None` when the
+/// node has no `status.allocatable` at all.
+pub fn node_allocatable(node: &Node) -> Result<Option<Resources>, QuantityProblem> {
+    let Some(list) = node.status.as_ref().and_then(|s| s.allocatable.as_ref()) else {
+        return Ok(None);
+    };
+    parse_list(Some(list), "status.allocatable").map(|l| Some(Resources::from_list(&l, true)))
+}
+
+/// How an amount of `resource` is usually written: CPU in cores or
+/// millicores (`4`, `100m`), byte amounts with the largest exact binary
+/// suffix (`512Mi`), others as plain integers.
+pub fn format_amount(resource: &str, amount: i64) -> String {
+    if resource == CPU {
+        return if amount % 1000 == 0 {
+            (amount / 1000).to_string()
+        } else {
+            format!("{amount}m")
+        };
+    }
+    let bytes =
+        resource == MEMORY || resource == EPHEMERAL_STORAGE || resource.starts_with("hugepages-");
+    if bytes && amount != 0 {
+        for (suffix, shift) in [
+            ("Ei", 60),
+            ("Pi", 50),
+            ("Ti", 40),
+            ("Gi", 30),
+            ("Mi", 20),
+            ("Ki", 10),
+        ] {
+            let unit = 1i64 << shift;
+            if amount % unit == 0 {
+                return format!("{}{suffix}", amount / unit);
+            }
+        }
+    }
+    amount.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_resource_names() {
+        assert!(is_scalar_resource_name("example.com/gpu"));
+        assert!(is_scalar_resource_name("nvidia.com/gpu"));
+        assert!(is_scalar_resource_name("hugepages-2Mi"));
+        assert!(is_scalar_resource_name("kubernetes.io/something"));
+        assert!(is_scalar_resource_name("attachable-volumes-csi-x"));
+        assert!(!is_scalar_resource_name("foo"));
+        assert!(!is_scalar_resource_name("requests.example.com/x"));
+        assert!(!is_extended_resource_name("kubernetes.io/something"));
+        assert!(!is_extended_resource_name("cpu"));
+    }
+
+    #[test]
+    fn amounts_are_written_as_kubectl_users_write_them() {
+        assert_eq!(format_amount(CPU, 4000), "4");
+        assert_eq!(format_amount(CPU, 100), "100m");
+        assert_eq!(format_amount(MEMORY, 512 << 20), "512Mi");
+        assert_eq!(format_amount(MEMORY, 1000), "1000");
+        assert_eq!(format_amount(MEMORY, 0), "0");
+        assert_eq!(format_amount("example.com/gpu", 2), "2");
+    }
+}
