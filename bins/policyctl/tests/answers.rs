@@ -630,3 +630,45 @@ spec: {includedNamespaces: ['ns[a-z0-9]']}
     let value = json_of(&["queue", "--concurrent-backups", "2"], &other);
     assert_eq!(value["started"], json!(["velero/classes"]));
 }
+
+/// Two Nodes, one pod, and nothing that says which physical host runs what.
+const NO_HOST_INFORMATION: &str = "
+apiVersion: v1
+kind: Node
+metadata: {name: worker-1, labels: {kubernetes.io/os: linux}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: worker-2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: shop, labels: {app: web}}
+spec: {nodeName: worker-1, containers: [{name: web, image: web}]}
+";
+
+#[test]
+fn host_audit_without_any_host_information_says_so_once() {
+    let line = "no host information: no Machines, no HostInventory and no Node with label node.cluster.x-k8s.io/esxi-host; nothing to audit";
+    let labels = run_with_stdin(&["-f", "-", "host-labels"], NO_HOST_INFORMATION);
+    assert_eq!(labels.exit, Exit::Success, "{}", labels.stderr);
+    assert!(labels.stdout.contains(line), "{}", labels.stdout);
+    assert!(!labels.stdout.contains("unlabelled node"), "{}", labels.stdout);
+    let report = run_with_stdin(&["-f", "-", "report"], NO_HOST_INFORMATION);
+    assert!(report.stdout.contains(line), "{}", report.stdout);
+    assert!(!report.stdout.contains("unlabelled node"), "{}", report.stdout);
+
+    let document = json_of(&["host-labels"], NO_HOST_INFORMATION);
+    assert_eq!(document["audit"]["noHostInformation"], json!(line));
+    assert_eq!(document["audit"]["unlabelledNodes"], json!([]));
+
+    // One Node carrying the key is host information: the others are
+    // unlabelled again.
+    let one_labelled = NO_HOST_INFORMATION.replace(
+        "labels: {kubernetes.io/os: linux}",
+        "labels: {node.cluster.x-k8s.io/esxi-host: esx-1}",
+    );
+    let document = json_of(&["host-labels"], &one_labelled);
+    assert_eq!(document["audit"]["noHostInformation"], Value::Null);
+    assert_eq!(document["audit"]["unlabelledNodes"], json!(["worker-2"]));
+}

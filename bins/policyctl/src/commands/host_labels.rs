@@ -75,13 +75,48 @@ pub fn config(keys: &[String]) -> Result<HostLabelConfig, CommandError> {
     }))
 }
 
+/// The plans and the audit of `host-labels`, with what the input lacked.
+#[derive(Debug)]
+pub struct HostLabels {
+    /// The label plans and the audit.
+    pub report: HostLabelsReport,
+    /// Set when the input holds no host information at all (no Machine, no
+    /// HostInventory, no Node carrying a host key): the one line said instead
+    /// of an audit that would call every node unlabelled.
+    pub no_host_information: Option<String>,
+}
+
 /// Computes the plans and the audit.
 pub fn report(
     inventory: &Inventory,
     keys: &[String],
     stderr: &mut dyn Write,
-) -> Result<HostLabelsReport, CommandError> {
+) -> Result<HostLabels, CommandError> {
     report_with_sync(inventory, keys, None, stderr)
+}
+
+/// The line saying the input holds no host information, when it holds none:
+/// no Machine, no HostInventory and no Node carrying any of the host keys.
+fn no_host_information(inventory: &Inventory, config: &HostLabelConfig) -> Option<String> {
+    if !inventory.machines.is_empty() || !inventory.host_inventories.is_empty() {
+        return None;
+    }
+    let labelled = inventory.nodes.values().any(|located| {
+        located.object.metadata.labels.as_ref().is_some_and(|labels| {
+            config
+                .keys()
+                .iter()
+                .any(|key| labels.contains_key(key.as_str()))
+        })
+    });
+    if labelled {
+        return None;
+    }
+    let keys: Vec<&str> = config.keys().iter().map(LabelKey::as_str).collect();
+    Some(format!(
+        "no host information: no Machines, no HostInventory and no Node with label {}; nothing to audit",
+        keys.join(" or ")
+    ))
 }
 
 /// The Machine → Node label sync of `--sync-machine-labels` with the
@@ -99,8 +134,9 @@ pub fn report_with_sync(
     keys: &[String],
     sync: Option<&MachineLabelSync>,
     stderr: &mut dyn Write,
-) -> Result<HostLabelsReport, CommandError> {
+) -> Result<HostLabels, CommandError> {
     let config = config(keys)?;
+    let no_host_information = no_host_information(inventory, &config);
     let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
     let pods: Vec<Pod> = inventory.pods.values().map(|l| l.object.clone()).collect();
     let hosts = host_of_node(inventory, stderr);
@@ -125,12 +161,19 @@ pub fn report_with_sync(
             report.nodes.insert(node, merged);
         }
     }
-    Ok(report)
+    if no_host_information.is_some() {
+        report.audit.unlabelled_nodes.clear();
+    }
+    Ok(HostLabels {
+        report,
+        no_host_information,
+    })
 }
 
 /// The contract's JSON of a report.
-pub fn document(report: &HostLabelsReport) -> Value {
-    json!({
+pub fn document(labels: &HostLabels) -> Value {
+    let report = &labels.report;
+    let mut document = json!({
         "nodes": report.nodes.iter().map(|(node, plan)| {
             let mut entry = json!({"set": plan.set, "remove": plan.remove});
             if !plan.annotations.is_empty() {
@@ -145,11 +188,16 @@ pub fn document(report: &HostLabelsReport) -> Value {
                 "pods": shared.pods,
             })).collect::<Vec<_>>(),
         },
-    })
+    });
+    if let Some(line) = &labels.no_host_information {
+        document["audit"]["noHostInformation"] = json!(line);
+    }
+    document
 }
 
 /// The people's view of a report.
-pub fn table_text(report: &HostLabelsReport) -> String {
+pub fn table_text(labels: &HostLabels) -> String {
+    let report = &labels.report;
     let mut text = String::new();
     if report.nodes.is_empty() {
         text.push_str("Every Node with known host information is labelled correctly.\n");
@@ -178,7 +226,10 @@ pub fn table_text(report: &HostLabelsReport) -> String {
     }
     text.push_str("\nAudit of the current labels:\n\n");
     let audit = &report.audit;
-    if audit.unlabelled_nodes.is_empty() && audit.shared_hosts.is_empty() {
+    if let Some(line) = &labels.no_host_information {
+        text.push_str(line);
+        text.push('\n');
+    } else if audit.unlabelled_nodes.is_empty() && audit.shared_hosts.is_empty() {
         text.push_str("No unlabelled node, no replicas sharing a host.\n");
     } else {
         let mut rows: Vec<[String; 2]> = audit
@@ -209,10 +260,10 @@ pub fn run(
     sync: Option<&MachineLabelSync>,
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
-    let report = report_with_sync(inventory, keys, sync, stderr)?;
+    let labels = report_with_sync(inventory, keys, sync, stderr)?;
     Ok(Output {
-        document: document(&report),
-        table: table_text(&report),
+        document: document(&labels),
+        table: table_text(&labels),
     })
 }
 
