@@ -653,10 +653,18 @@ fn host_audit_without_any_host_information_says_so_once() {
     let labels = run_with_stdin(&["-f", "-", "host-labels"], NO_HOST_INFORMATION);
     assert_eq!(labels.exit, Exit::Success, "{}", labels.stderr);
     assert!(labels.stdout.contains(line), "{}", labels.stdout);
-    assert!(!labels.stdout.contains("unlabelled node"), "{}", labels.stdout);
+    assert!(
+        !labels.stdout.contains("unlabelled node"),
+        "{}",
+        labels.stdout
+    );
     let report = run_with_stdin(&["-f", "-", "report"], NO_HOST_INFORMATION);
     assert!(report.stdout.contains(line), "{}", report.stdout);
-    assert!(!report.stdout.contains("unlabelled node"), "{}", report.stdout);
+    assert!(
+        !report.stdout.contains("unlabelled node"),
+        "{}",
+        report.stdout
+    );
 
     let document = json_of(&["host-labels"], NO_HOST_INFORMATION);
     assert_eq!(document["audit"]["noHostInformation"], json!(line));

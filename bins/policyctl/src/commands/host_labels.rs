@@ -102,12 +102,17 @@ fn no_host_information(inventory: &Inventory, config: &HostLabelConfig) -> Optio
         return None;
     }
     let labelled = inventory.nodes.values().any(|located| {
-        located.object.metadata.labels.as_ref().is_some_and(|labels| {
-            config
-                .keys()
-                .iter()
-                .any(|key| labels.contains_key(key.as_str()))
-        })
+        located
+            .object
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|labels| {
+                config
+                    .keys()
+                    .iter()
+                    .any(|key| labels.contains_key(key.as_str()))
+            })
     });
     if labelled {
         return None;
