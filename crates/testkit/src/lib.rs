@@ -5,7 +5,11 @@
 //! - [`SplitMix64`]: the one pseudo-random generator (Steele, Lea and
 //!   Flood's SplitMix64 with Vigna's constants), seeded explicitly: the
 //!   same seed always gives the same numbers, on every platform.
+//! - [`cluster_dump`]: `kubectl get nodes,pods -A -o json|yaml` dumps of a
+//!   large cluster, generated from a seed (for reader benchmarks and tests).
 #![warn(missing_docs)]
+
+pub mod cluster_dump;
 
 /// SplitMix64: a tiny, well-distributed, deterministic generator. Not for
 /// anything that needs unpredictability.

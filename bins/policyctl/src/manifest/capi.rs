@@ -6,9 +6,8 @@ use kube_adapters::capi::{
     Cluster, ClusterApiObjects, KubeadmControlPlane, Machine, MachineDeployment, MachineSet,
     VSphereCluster, VSphereMachineTemplate, VSphereVM,
 };
-use serde_json::Value;
 
-use super::{ManifestError, Objects, Origin, insert};
+use super::{Item, ManifestError, Objects, Origin, insert};
 
 /// Cluster API and CAPV objects other than Machines (which live in
 /// [`super::Inventory::machines`]), each kind read at `v1beta1` and
@@ -98,7 +97,7 @@ pub(super) fn add(
     origin: Origin,
     api_version: &str,
     kind: &str,
-    value: Value,
+    value: Item<'_>,
 ) -> Option<Result<(), ManifestError>> {
     let (group, version) = api_version.split_once('/')?;
     if !matches!(version, "v1beta1" | "v1beta2") {

@@ -24,11 +24,13 @@ mod error;
 mod objects;
 pub mod text;
 
+use std::borrow::Cow;
 use std::collections::btree_map::Entry;
 
 use kube_adapters::meta::namespace_or_default;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 pub use capi::{CAPI_KINDS, CapiInventory};
 pub use error::{FieldError, ManifestError, Origin};
@@ -79,22 +81,159 @@ pub fn add_value(
 }
 
 fn add_source(inventory: &mut Inventory, name: &str, text: &str) -> Result<(), ManifestError> {
-    let documents = parse_documents(name, text)?;
-    if documents.iter().all(|document| document.value.is_null()) {
-        return Err(ManifestError::Empty {
+    let body = text::without_bom(text);
+    let read_any = if text::is_json(body) {
+        add_json(inventory, name, body)?
+    } else {
+        let documents = parse_documents(name, text)?;
+        let read_any = documents.iter().any(|document| !document.value.is_null());
+        for document in documents {
+            let origin = Origin {
+                file: name.to_owned(),
+                document: document.number,
+                item: None,
+            };
+            add_document(inventory, origin, document.value)?;
+        }
+        read_any
+    };
+    if read_any {
+        Ok(())
+    } else {
+        Err(ManifestError::Empty {
             file: name.to_owned(),
             directory: false,
-        });
+        })
     }
-    for document in documents {
+}
+
+/// One object to add: a parsed tree, or (JSON) its text with the fields
+/// needed to file it, decoded straight into its type.
+pub(super) enum Item<'a> {
+    Tree(Value),
+    Text {
+        text: &'a str,
+        name: Option<Cow<'a, str>>,
+        namespace: Option<Cow<'a, str>>,
+    },
+}
+
+impl Item<'_> {
+    /// The object as a tree (for kinds decoded from trees, and for
+    /// messages). Text that was already read as JSON parses again.
+    fn into_value(self, origin: &Origin) -> Result<Value, ManifestError> {
+        match self {
+            Item::Tree(value) => Ok(value),
+            Item::Text { text, .. } => {
+                let mut value = serde_json::from_str::<Value>(text).map_err(|error| {
+                    text::json_syntax_error(&origin.file, origin.document, &error)
+                })?;
+                without_unread_fields(&mut value);
+                Ok(value)
+            }
+        }
+    }
+}
+
+/// What filing an object needs, read from its text while skipping the rest.
+#[derive(serde::Deserialize)]
+struct ItemHeader<'a> {
+    #[serde(rename = "apiVersion", borrow, default)]
+    api_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    metadata: Option<HeaderMetadata<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct HeaderMetadata<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<Cow<'a, str>>,
+}
+
+/// What a list document holds, read without building its items: each item
+/// stays a slice of the text until it is decoded on its own.
+#[derive(serde::Deserialize)]
+struct ListDocument<'a> {
+    #[serde(rename = "apiVersion", borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    items: Vec<&'a RawValue>,
+}
+
+/// Adds the JSON values of a file, one at a time; a list's items are parsed
+/// one at a time too, so memory holds the text, one item's tree and the
+/// typed objects, never a tree of the whole file. Anything unusual (not a
+/// list, a field of the wrong type) takes the general path, which gives the
+/// same messages as YAML. Returns whether any value was not `null`.
+fn add_json(inventory: &mut Inventory, name: &str, text: &str) -> Result<bool, ManifestError> {
+    let mut read_any = false;
+    let values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
+    for (index, raw) in values.enumerate() {
+        let number = index + 1;
+        let raw = raw.map_err(|error| text::json_syntax_error(name, number, &error))?;
+        let parse = |raw: &RawValue| {
+            serde_json::from_str::<Value>(raw.get())
+                .map_err(|error| text::json_syntax_error(name, number, &error))
+        };
         let origin = Origin {
             file: name.to_owned(),
-            document: document.number,
+            document: number,
             item: None,
         };
-        add_document(inventory, origin, document.value)?;
+        if raw.get() == "null" {
+            continue;
+        }
+        read_any = true;
+        let list = serde_json::from_str::<ListDocument<'_>>(raw.get())
+            .ok()
+            .filter(|list| !list.api_version.is_empty() && list.kind.ends_with("List"));
+        let Some(list) = list else {
+            add_document(inventory, origin, parse(raw)?)?;
+            continue;
+        };
+        let item_kind = list.kind.strip_suffix("List").unwrap_or_default();
+        for (index, item) in list.items.into_iter().enumerate() {
+            let item_origin = Origin {
+                item: Some(index),
+                ..origin.clone()
+            };
+            let header = serde_json::from_str::<ItemHeader<'_>>(item.get()).ok();
+            let filed = header.and_then(|header| {
+                let api_version = header
+                    .api_version
+                    .unwrap_or(Cow::Borrowed(&list.api_version));
+                let kind = header.kind.unwrap_or(Cow::Borrowed(item_kind));
+                let plain = !api_version.is_empty() && !kind.is_empty() && !kind.ends_with("List");
+                plain.then(|| {
+                    let metadata = header.metadata;
+                    let (name, namespace) =
+                        metadata.map_or((None, None), |m| (m.name, m.namespace));
+                    (api_version, kind, name, namespace)
+                })
+            });
+            match filed {
+                Some((api_version, kind, name, namespace)) => {
+                    let item = Item::Text {
+                        text: item.get(),
+                        name,
+                        namespace,
+                    };
+                    add_object(inventory, item_origin, &api_version, &kind, item)?;
+                }
+                None => {
+                    let value = with_defaults(parse(item)?, &list.api_version, item_kind);
+                    add_document(inventory, item_origin, value)?;
+                }
+            }
+        }
     }
-    Ok(())
+    Ok(read_any)
 }
 
 fn add_document(
@@ -117,19 +256,20 @@ fn add_document(
     };
     let api_version = string_field(&object, "apiVersion", &origin)?;
     let kind = string_field(&object, "kind", &origin)?;
+    let mut object = object;
     if let Some(item_kind) = kind.strip_suffix("List")
-        && let Some(items) = object.get("items")
+        && let Some(items) = object.remove("items")
     {
         let Value::Array(items) = items else {
             return Err(ManifestError::Document {
                 origin,
                 message: format!(
                     "field `items` of a {kind} must be a list, got {}",
-                    type_name(items)
+                    type_name(&items)
                 ),
             });
         };
-        for (index, item) in items.iter().enumerate() {
+        for (index, item) in items.into_iter().enumerate() {
             let item_origin = Origin {
                 item: Some(index),
                 ..origin.clone()
@@ -137,7 +277,7 @@ fn add_document(
             add_document(
                 inventory,
                 item_origin,
-                with_defaults(item.clone(), &api_version, item_kind),
+                with_defaults(item, &api_version, item_kind),
             )?;
         }
         return Ok(());
@@ -147,7 +287,7 @@ fn add_document(
         origin,
         &api_version,
         &kind,
-        Value::Object(object),
+        Item::Tree(Value::Object(object)),
     )
 }
 
@@ -171,8 +311,15 @@ fn add_object(
     origin: Origin,
     api_version: &str,
     kind: &str,
-    value: Value,
+    value: Item<'_>,
 ) -> Result<(), ManifestError> {
+    let value = match value {
+        Item::Tree(mut tree) => {
+            without_unread_fields(&mut tree);
+            Item::Tree(tree)
+        }
+        text @ Item::Text { .. } => text,
+    };
     match (api_version, kind) {
         ("v1", "ConfigMap") => insert(&mut inventory.config_maps, origin, kind, true, value),
         ("v1", "Node") => insert(&mut inventory.nodes, origin, kind, false, value),
@@ -224,6 +371,7 @@ fn add_object(
         }
         ("policyctl/v1alpha1", "HostInventory") => {
             let key = ObjectKey::cluster(origin.to_string());
+            let value = value.into_value(&origin)?;
             let object = decode(&value, &origin, kind)?;
             insert_located(
                 &mut inventory.host_inventories,
@@ -252,22 +400,34 @@ fn add_object(
     }
 }
 
-fn insert<T: DeserializeOwned>(
+fn insert<T: DeserializeOwned + kube::Resource + Unread>(
     objects: &mut Objects<T>,
     origin: Origin,
     kind: &str,
     namespaced: bool,
-    value: Value,
+    item: Item<'_>,
 ) -> Result<(), ManifestError> {
-    let name = metadata_str(&value, "name").unwrap_or_default();
+    let (name, namespace) = match &item {
+        Item::Tree(value) => (
+            metadata_str(value, "name"),
+            metadata_str(value, "namespace"),
+        ),
+        Item::Text {
+            name, namespace, ..
+        } => (
+            name.as_deref().map(str::to_owned),
+            namespace.as_deref().map(str::to_owned),
+        ),
+    };
+    let name = name.unwrap_or_default();
     let key = if namespaced {
-        let namespace = metadata_str(&value, "namespace");
         ObjectKey::namespaced(namespace_or_default(namespace.as_deref()), name)
     } else {
         ObjectKey::cluster(name)
     };
     let object = format!("{kind} {key}");
     if key.name.is_empty() {
+        let value = item.into_value(&origin)?;
         let path = [String::from("metadata"), String::from("name")];
         let found = lookup_value(&value, &path);
         let message = match found {
@@ -284,7 +444,24 @@ fn insert<T: DeserializeOwned>(
             message,
         })));
     }
-    let typed = decode::<T>(&value, &origin, &object)?;
+    let typed = match item {
+        Item::Tree(value) => {
+            let mut typed = decode::<T>(&value, &origin, &object)?;
+            typed.drop_unread();
+            typed
+        }
+        Item::Text { text, .. } => match serde_json::from_str::<T>(text) {
+            Ok(mut typed) => {
+                typed.meta_mut().managed_fields = None;
+                typed.drop_unread();
+                typed
+            }
+            // The tree path gives the message (field path, offending value)
+            // and reads what JSON allows but a struct refuses, such as a
+            // key given twice (the last one wins).
+            Err(_) => decode::<T>(&item_tree(text, &origin)?, &origin, &object)?,
+        },
+    };
     insert_located(
         objects,
         key,
@@ -294,6 +471,15 @@ fn insert<T: DeserializeOwned>(
             object: typed,
         },
     )
+}
+
+fn item_tree(text: &str, origin: &Origin) -> Result<Value, ManifestError> {
+    Item::Text {
+        text,
+        name: None,
+        namespace: None,
+    }
+    .into_value(origin)
 }
 
 fn insert_located<T>(
@@ -312,6 +498,90 @@ fn insert_located<T>(
             first: occupied.get().origin.clone(),
             origin: located.origin,
         }),
+    }
+}
+
+/// Fields of a kind that no command reads, dropped after decoding so that
+/// an inventory of a large cluster stays small.
+pub(super) trait Unread {
+    /// Drops them (nothing, for most kinds).
+    fn drop_unread(&mut self) {}
+}
+
+impl Unread for k8s_openapi::api::core::v1::Pod {
+    /// Container statuses, environment, probes, commands, and volumes that
+    /// only carry node-local content (projected service-account tokens,
+    /// ConfigMaps, Secrets, the downward API, emptyDir), which no scheduling
+    /// rule looks at: the scheduler, the diagnosis and the reports read
+    /// requests, ports, claims and other volumes, phase and conditions.
+    fn drop_unread(&mut self) {
+        if let Some(status) = self.status.as_mut() {
+            status.container_statuses = None;
+            status.init_container_statuses = None;
+            status.ephemeral_container_statuses = None;
+        }
+        if let Some(spec) = self.spec.as_mut() {
+            for container in spec
+                .containers
+                .iter_mut()
+                .chain(spec.init_containers.iter_mut().flatten())
+            {
+                container.env = None;
+                container.env_from = None;
+                container.liveness_probe = None;
+                container.readiness_probe = None;
+                container.startup_probe = None;
+                container.lifecycle = None;
+                container.command = None;
+                container.args = None;
+            }
+            if let Some(volumes) = spec.volumes.as_mut() {
+                volumes.retain(|volume| {
+                    volume.projected.is_none()
+                        && volume.config_map.is_none()
+                        && volume.secret.is_none()
+                        && volume.downward_api.is_none()
+                        && volume.empty_dir.is_none()
+                });
+                volumes.shrink_to_fit();
+            }
+        }
+    }
+}
+
+macro_rules! read_whole {
+    ($($kind:ty),* $(,)?) => { $(impl Unread for $kind {})* };
+}
+
+read_whole!(
+    k8s_openapi::api::core::v1::ConfigMap,
+    k8s_openapi::api::core::v1::Node,
+    k8s_openapi::api::core::v1::Namespace,
+    k8s_openapi::api::core::v1::PersistentVolumeClaim,
+    k8s_openapi::api::core::v1::PersistentVolume,
+    k8s_openapi::api::storage::v1::StorageClass,
+    k8s_openapi::api::storage::v1::VolumeAttachment,
+    velero_api::Backup,
+    velero_api::PodVolumeBackup,
+    velero_api::PodVolumeRestore,
+    velero_api::DataUpload,
+    velero_api::DataDownload,
+    kube_adapters::capi::Machine,
+    kube_adapters::capi::Cluster,
+    kube_adapters::capi::KubeadmControlPlane,
+    kube_adapters::capi::MachineDeployment,
+    kube_adapters::capi::MachineSet,
+    kube_adapters::capi::VSphereCluster,
+    kube_adapters::capi::VSphereMachineTemplate,
+    kube_adapters::capi::VSphereVM,
+);
+
+/// Drops what no command reads and would otherwise be kept with every
+/// object: `metadata.managedFields`, often the larger part of an object in
+/// a `kubectl get -o yaml` dump.
+fn without_unread_fields(value: &mut Value) {
+    if let Some(Value::Object(metadata)) = value.get_mut("metadata") {
+        metadata.remove("managedFields");
     }
 }
 

@@ -66,12 +66,51 @@ impl fmt::Display for Position {
 /// `{` or `[` is JSON (one or several concatenated values); anything else
 /// is YAML. A leading byte-order mark is ignored.
 pub fn documents(name: &str, text: &str) -> Result<Vec<Document>, ManifestError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    let text = without_bom(text);
+    if is_json(text) {
         json_documents(name, text)
     } else {
         yaml_documents(name, text)
+    }
+}
+
+/// The text without a leading byte-order mark.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// Whether a text (without its byte-order mark) is read as JSON: its first
+/// non-blank character is `{` or `[`.
+pub fn is_json(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    trimmed.starts_with('{') || trimmed.starts_with('[')
+}
+
+/// The error for JSON that does not parse, in document `document` of
+/// `name`.
+pub fn json_syntax_error(name: &str, document: usize, error: &serde_json::Error) -> ManifestError {
+    let full = error.to_string();
+    // serde_json appends " at line L column C"; the position is given
+    // separately.
+    let message = full
+        .rfind(" at line ")
+        .map_or(full.as_str(), |end| &full[..end]);
+    let hint = if error.is_eof() {
+        "; the file ends in the middle of a value: was it cut short?"
+    } else if message.contains("recursion limit") {
+        "; policyctl reads at most 127 levels of nested JSON objects and arrays"
+    } else {
+        ""
+    };
+    ManifestError::Syntax {
+        file: name.to_owned(),
+        position: Position {
+            document: Some(document),
+            line: Some(error.line() as u64),
+            // serde_json says column 0 at the end of a line.
+            column: Some(error.column() as u64).filter(|column| *column > 0),
+        },
+        message: format!("not valid JSON: {message}{hint}"),
     }
 }
 
@@ -83,31 +122,7 @@ fn json_documents(name: &str, text: &str) -> Result<Vec<Document>, ManifestError
                 number: documents.len() + 1,
                 value,
             }),
-            Err(error) => {
-                let full = error.to_string();
-                // serde_json appends " at line L column C"; the position is
-                // given separately.
-                let message = full
-                    .rfind(" at line ")
-                    .map_or(full.as_str(), |end| &full[..end]);
-                let hint = if error.is_eof() {
-                    "; the file ends in the middle of a value: was it cut short?"
-                } else if message.contains("recursion limit") {
-                    "; policyctl reads at most 127 levels of nested JSON objects and arrays"
-                } else {
-                    ""
-                };
-                return Err(ManifestError::Syntax {
-                    file: name.to_owned(),
-                    position: Position {
-                        document: Some(documents.len() + 1),
-                        line: Some(error.line() as u64),
-                        // serde_json says column 0 at the end of a line.
-                        column: Some(error.column() as u64).filter(|column| *column > 0),
-                    },
-                    message: format!("not valid JSON: {message}{hint}"),
-                });
-            }
+            Err(error) => return Err(json_syntax_error(name, documents.len() + 1, &error)),
         }
     }
     Ok(documents)
