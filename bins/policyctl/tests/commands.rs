@@ -226,6 +226,33 @@ data:
 }
 
 #[test]
+fn duplicate_key_is_our_error_but_velero_starts() {
+    // Go's encoding/json keeps the last value of a repeated key and the
+    // node-agent starts; policyctl still refuses the configuration.
+    let config_map = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: node-agent-config, namespace: velero}
+data:
+  config.json: '{\"loadConcurrency\": {\"globalConfig\": 2, \"globalConfig\": 3}}'
+";
+    let run = run_with_stdin(&["-f", "-", "config", "check"], config_map);
+    assert_eq!(run.exit, Exit::Failure, "{}", run.stderr);
+    assert!(!run.stdout.contains("refuse"), "{}", run.stdout);
+    assert!(!run.stdout.contains("exits at start-up"), "{}", run.stdout);
+    insta::assert_snapshot!("config_check_duplicate_key_table", run.stdout);
+    // A real start-up failure still says so.
+    let wrong_type = config_map.replace("2, \"globalConfig\": 3", "\"2\"");
+    let run = run_with_stdin(&["-f", "-", "config", "check"], &wrong_type);
+    assert_eq!(run.exit, Exit::Failure, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("would refuse to start") && run.stdout.contains("exits at start-up"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
 fn strict_config_check_fails_on_warnings() {
     assert_eq!(ok(&["config", "check"]).exit, Exit::Success);
     assert_eq!(run(&["config", "check", "--strict"]).exit, Exit::Failure);

@@ -9,8 +9,10 @@ use crate::commands::config_source::ConfigInput;
 use crate::commands::{CommandError, CommandResult};
 use crate::output::{Output, table};
 
-/// Runs the check. Exits 1 when Velero's node-agent would refuse to start
-/// (the configuration does not load); with `strict`, also on any finding.
+/// Runs the check. Exits 1 when the configuration does not load (Velero's
+/// node-agent would refuse to start, or, for a duplicate key, Go would
+/// silently keep the last value and start); with `strict`, also on any
+/// finding.
 pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandError> {
     let (config, findings) = match &input.loaded {
         Ok(loaded) => (
@@ -38,8 +40,14 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
         })).collect::<Vec<_>>(),
     });
     let mut text = format!("Configuration: {}\n", input.origin);
-    if refused {
-        text.push_str("Velero's node-agent would refuse to start with this configuration.\n");
+    match &input.loaded {
+        Err(LoadError::DuplicateKey { .. }) => text.push_str(
+            "Velero's node-agent would start with this configuration (Go keeps the last value of a duplicate key), but policyctl does not load it.\n",
+        ),
+        Err(_) => {
+            text.push_str("Velero's node-agent would refuse to start with this configuration.\n");
+        }
+        Ok(_) => {}
     }
     if findings.is_empty() {
         text.push_str("No findings.\n");
@@ -111,11 +119,19 @@ impl From<&LoadError> for FindingRow {
             }
             _ => String::new(),
         };
+        let velero = match error {
+            // Go's encoding/json does not reject a repeated key: it keeps the
+            // last value (objects merge) and the node-agent starts.
+            LoadError::DuplicateKey { .. } => {
+                "the node-agent starts: Go's encoding/json silently keeps the last value (C1.8)"
+            }
+            _ => "the node-agent exits at start-up (C1.9)",
+        };
         Self {
             severity: "error",
             path,
             message: error.to_string(),
-            velero: "the node-agent exits at start-up (C1.9)".to_owned(),
+            velero: velero.to_owned(),
         }
     }
 }
