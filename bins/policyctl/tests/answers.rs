@@ -680,3 +680,69 @@ fn host_audit_without_any_host_information_says_so_once() {
     assert_eq!(document["audit"]["noHostInformation"], Value::Null);
     assert_eq!(document["audit"]["unlabelledNodes"], json!(["worker-2"]));
 }
+
+/// A DataUpload of a PVC that is not in the input, its own snapshot
+/// storage class selecting a load-affinity entry; one node in the entry's
+/// pool, one outside it.
+const UPLOAD_WITHOUT_ITS_PVC: &str = "
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: node-agent-config, namespace: velero}
+data:
+  config.json: '{\"loadAffinity\": [{\"nodeSelector\": {\"matchLabels\": {\"pool\": \"fast\"}}, \"storageClass\": \"fast\"}]}'
+---
+apiVersion: velero.io/v2alpha1
+kind: DataUpload
+metadata: {name: up-1, namespace: velero}
+spec:
+  snapshotType: CSI
+  sourceNamespace: shop
+  sourcePVC: gone
+  csiSnapshot: {volumeSnapshot: snap-1, storageClass: fast}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n-fast, labels: {kubernetes.io/os: linux, pool: fast}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n-slow, labels: {kubernetes.io/os: linux, pool: slow}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: node-agent-a, namespace: velero, labels: {name: node-agent}}
+spec: {nodeName: n-fast, containers: [{name: node-agent, image: velero}]}
+status: {phase: Running, conditions: [{type: Ready, status: 'True'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: node-agent-b, namespace: velero, labels: {name: node-agent}}
+spec: {nodeName: n-slow, containers: [{name: node-agent, image: velero}]}
+status: {phase: Running, conditions: [{type: Ready, status: 'True'}]}
+";
+
+#[test]
+fn data_upload_without_its_pvc_is_placed_by_its_snapshot_storage_class() {
+    let document = json_of(&["report"], UPLOAD_WITHOUT_ITS_PVC);
+    let row = &document["dataMovers"]["DataUpload/velero/up-1"];
+    assert_eq!(row["error"], Value::Null, "{row}");
+    assert_eq!(row["pvc"], json!("shop/gone"));
+    assert_eq!(row["storageClass"], json!("fast"));
+    assert_eq!(row["storageClassFrom"], json!("spec.csiSnapshot.storageClass"));
+    assert_eq!(row["selectedLoadAffinity"], json!(0));
+    assert_eq!(row["schedulableNodes"], json!(["n-fast"]));
+    let table = run_with_stdin(&["-f", "-", "report"], UPLOAD_WITHOUT_ITS_PVC);
+    assert!(
+        table.stdout.contains("shop/gone (not in the input)"),
+        "{}",
+        table.stdout
+    );
+    // Without the class, the missing PVC is still an error.
+    let no_class = UPLOAD_WITHOUT_ITS_PVC.replace(", storageClass: fast}", "}");
+    let document = json_of(&["report"], &no_class);
+    let row = &document["dataMovers"]["DataUpload/velero/up-1"];
+    assert_eq!(
+        row["error"],
+        json!("PersistentVolumeClaim shop/gone is not in the input")
+    );
+}

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use affinity_translate::{NodeAgentConfig, NodeOs, diagnose};
+use affinity_translate::{BackupVolume, NodeAgentConfig, NodeOs, backup_fragment, diagnose};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
@@ -155,9 +155,38 @@ pub fn run(
     })
 }
 
+/// The fragment of a backup data-mover pod whose source PVC is not in the
+/// input, from the DataUpload's own `spec.csiSnapshot.storageClass` (the
+/// class Velero's data-upload controller selects the load-affinity entry
+/// with): the StorageClass's binding mode if it is in the input; the source
+/// PV's topology and attachments stay unknown.
+fn backup_fragment_from_class(
+    config: &NodeAgentConfig,
+    inventory: &Inventory,
+    class: &str,
+) -> affinity_translate::PodFragment {
+    let wait_for_first_consumer = inventory
+        .storage_classes
+        .get(&ObjectKey::cluster(class))
+        .and_then(|located| located.object.volume_binding_mode.as_deref())
+        == Some("WaitForFirstConsumer");
+    backup_fragment(
+        config,
+        &BackupVolume {
+            source_storage_class: class,
+            wait_for_first_consumer,
+            pv_node_affinity: None,
+            attached_nodes: &[],
+        },
+        NodeOs::Linux,
+    )
+}
+
 /// For every DataUpload and DataDownload that has no running data mover yet
 /// (phase New or Accepted), the data-mover pod's placement: the storage
-/// class and load-affinity entry used, and the nodes that could run it.
+/// class and load-affinity entry used, and the nodes that could run it. A
+/// DataUpload whose PVC is not in the input is placed by its own
+/// `spec.csiSnapshot.storageClass`.
 fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Value) {
     let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
     let running = node_agent_nodes(inventory);
@@ -167,25 +196,39 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                    key: &ObjectKey,
                    phase: String,
                    pvc: Option<ObjectKey>,
+                   own_class: Option<&str>,
                    direction| {
         let name = format!("{kind}/{key}");
-        let outcome = pvc
+        let pvc_in_input = pvc
             .as_ref()
-            .ok_or_else(|| "the load names no PVC".to_owned())
-            .and_then(|pvc_key| {
-                inventory
-                    .persistent_volume_claims
-                    .get(pvc_key)
-                    .ok_or_else(|| format!("PersistentVolumeClaim {pvc_key} is not in the input"))
-            })
-            .and_then(|pvc| match no_node_with_os(inventory, NodeOs::Linux) {
-                Some(error) => Err(error),
-                None => fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
-                    .map_err(|e| e.to_string()),
-            });
+            .and_then(|pvc_key| inventory.persistent_volume_claims.get(pvc_key));
+        let own_class = own_class
+            .filter(|class| !class.is_empty())
+            .filter(|_| pvc_in_input.is_none());
+        let outcome = match (no_node_with_os(inventory, NodeOs::Linux), own_class) {
+            (Some(error), _) => Err(error),
+            (None, Some(class)) => Ok(backup_fragment_from_class(config, inventory, class)),
+            (None, None) => pvc
+                .as_ref()
+                .ok_or_else(|| "the load names no PVC".to_owned())
+                .and_then(|pvc_key| {
+                    pvc_in_input.ok_or_else(|| {
+                        format!("PersistentVolumeClaim {pvc_key} is not in the input")
+                    })
+                })
+                .and_then(|pvc| {
+                    fragment_for_pvc(config, inventory, &pvc.object, direction, NodeOs::Linux)
+                        .map_err(|e| e.to_string())
+                }),
+        };
         let pvc_text = pvc
             .as_ref()
             .map_or_else(|| "-".to_owned(), ToString::to_string);
+        let pvc_cell = if own_class.is_some() {
+            format!("{pvc_text} (not in the input)")
+        } else {
+            pvc_text.clone()
+        };
         match outcome {
             Ok(fragment) => {
                 let diagnosis = diagnose(&fragment, &nodes, &running);
@@ -197,7 +240,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                 rows.push([
                     name.clone(),
                     phase.clone(),
-                    pvc_text.clone(),
+                    pvc_cell.clone(),
                     fragment.storage_class.clone(),
                     fragment
                         .load_affinity_index
@@ -208,23 +251,24 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                         schedulable.join(", ")
                     },
                 ]);
-                document.insert(
-                    name,
-                    json!({
-                        "phase": phase,
-                        "pvc": pvc_text,
-                        "storageClass": fragment.storage_class,
-                        "selectedLoadAffinity": fragment.load_affinity_index,
-                        "schedulableNodes": schedulable,
-                        "error": null,
-                    }),
-                );
+                let mut entry = json!({
+                    "phase": phase,
+                    "pvc": pvc_text,
+                    "storageClass": fragment.storage_class,
+                    "selectedLoadAffinity": fragment.load_affinity_index,
+                    "schedulableNodes": schedulable,
+                    "error": null,
+                });
+                if own_class.is_some() {
+                    entry["storageClassFrom"] = json!("spec.csiSnapshot.storageClass");
+                }
+                document.insert(name, entry);
             }
             Err(error) => {
                 rows.push([
                     name.clone(),
                     phase.clone(),
-                    pvc_text.clone(),
+                    pvc_cell.clone(),
                     "-".to_owned(),
                     "-".to_owned(),
                     format!("error: {error}"),
@@ -254,7 +298,18 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
             .clone()
             .zip(spec.source_pvc.clone())
             .map(|(namespace, name)| ObjectKey::namespaced(namespace, name));
-        add("DataUpload", key, phase.to_string(), pvc, Direction::Backup);
+        let own_class = spec
+            .csi_snapshot
+            .as_ref()
+            .and_then(|csi| csi.storage_class.as_deref());
+        add(
+            "DataUpload",
+            key,
+            phase.to_string(),
+            pvc,
+            own_class,
+            Direction::Backup,
+        );
     }
     for (key, located) in &inventory.data_downloads {
         let phase = located.object.phase();
@@ -273,6 +328,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
             key,
             phase.to_string(),
             pvc,
+            None,
             Direction::Restore,
         );
     }
