@@ -728,7 +728,10 @@ fn data_upload_without_its_pvc_is_placed_by_its_snapshot_storage_class() {
     assert_eq!(row["error"], Value::Null, "{row}");
     assert_eq!(row["pvc"], json!("shop/gone"));
     assert_eq!(row["storageClass"], json!("fast"));
-    assert_eq!(row["storageClassFrom"], json!("spec.csiSnapshot.storageClass"));
+    assert_eq!(
+        row["storageClassFrom"],
+        json!("spec.csiSnapshot.storageClass")
+    );
     assert_eq!(row["selectedLoadAffinity"], json!(0));
     assert_eq!(row["schedulableNodes"], json!(["n-fast"]));
     let table = run_with_stdin(&["-f", "-", "report"], UPLOAD_WITHOUT_ITS_PVC);
