@@ -749,3 +749,88 @@ fn data_upload_without_its_pvc_is_placed_by_its_snapshot_storage_class() {
         json!("PersistentVolumeClaim shop/gone is not in the input")
     );
 }
+
+/// Node n-1 carries a second host key recorded as managed, which the
+/// default configuration no longer writes: the plan removes it. Running
+/// pods use that key as their topology key.
+const REMOVED_TOPOLOGY_KEY: &str = "
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Machine
+metadata: {name: m-1, namespace: default, labels: {node.cluster.x-k8s.io/esxi-host: esx-1}}
+spec: {clusterName: c}
+status: {nodeRef: {name: n-1}}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n-1
+  labels: {node.cluster.x-k8s.io/esxi-host: esx-1, topology.example.com/host: esx-1}
+  annotations: {policyctl/managed-host-labels: 'node.cluster.x-k8s.io/esxi-host,topology.example.com/host'}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: shop, labels: {app: db}}
+spec:
+  nodeName: n-1
+  containers: [{name: db, image: db}]
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: topology.example.com/host, labelSelector: {matchLabels: {app: db}}}
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.example.com/host, whenUnsatisfiable: DoNotSchedule}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: shop, labels: {app: db}}
+spec:
+  containers: [{name: db, image: db}]
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: topology.example.com/host, labelSelector: {matchLabels: {app: db}}}
+status: {phase: Pending}
+";
+
+#[test]
+fn host_labels_warns_when_a_removal_drops_a_topology_key_of_running_pods() {
+    let warning = "removing label topology.example.com/host from node(s) n-1: running pod(s) use it as topologyKey: shop/db-0 (pod anti-affinity, topologySpreadConstraints); those nodes drop out of that topology domain";
+    let run = run_with_stdin(&["-f", "-", "host-labels"], REMOVED_TOPOLOGY_KEY);
+    assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("warning: {warning}\n")),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("db-1"), "{}", run.stderr);
+    let document = json_of(&["host-labels"], REMOVED_TOPOLOGY_KEY);
+    assert_eq!(document["warnings"], json!([warning]));
+    assert_eq!(
+        document["nodes"]["n-1"]["remove"],
+        json!(["topology.example.com/host"])
+    );
+    // The JSON plan carries the bookkeeping annotation write the table shows.
+    assert_eq!(
+        document["nodes"]["n-1"]["annotations"],
+        json!({"policyctl/managed-host-labels": "node.cluster.x-k8s.io/esxi-host"})
+    );
+    assert!(
+        run.stdout
+            .contains("annotate  policyctl/managed-host-labels=node.cluster.x-k8s.io/esxi-host"),
+        "{}",
+        run.stdout
+    );
+    // Keeping the key (it is asked for) warns about nothing.
+    let kept = json_of(
+        &[
+            "host-labels",
+            "--key",
+            "node.cluster.x-k8s.io/esxi-host",
+            "--key",
+            "topology.example.com/host",
+        ],
+        REMOVED_TOPOLOGY_KEY,
+    );
+    assert_eq!(kept["warnings"], Value::Null);
+}

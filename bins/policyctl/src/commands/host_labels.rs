@@ -84,6 +84,99 @@ pub struct HostLabels {
     /// HostInventory, no Node carrying a host key): the one line said instead
     /// of an audit that would call every node unlabelled.
     pub no_host_information: Option<String>,
+    /// Planned label removals that drop a key running pods use as
+    /// `topologyKey` (pod affinity, pod anti-affinity or a topology spread
+    /// constraint), one line per removed key.
+    pub warnings: Vec<String>,
+}
+
+/// Where a pod uses a topology key.
+fn topology_key_uses(pod: &Pod) -> Vec<(&str, &'static str)> {
+    let mut uses = Vec::new();
+    let Some(spec) = pod.spec.as_ref() else {
+        return uses;
+    };
+    if let Some(affinity) = spec.affinity.as_ref() {
+        if let Some(terms) = affinity.pod_affinity.as_ref() {
+            let required = terms.required_during_scheduling_ignored_during_execution.iter().flatten();
+            let preferred = terms
+                .preferred_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten()
+                .map(|weighted| &weighted.pod_affinity_term);
+            uses.extend(
+                required
+                    .chain(preferred)
+                    .map(|term| (term.topology_key.as_str(), "pod affinity")),
+            );
+        }
+        if let Some(terms) = affinity.pod_anti_affinity.as_ref() {
+            let required = terms.required_during_scheduling_ignored_during_execution.iter().flatten();
+            let preferred = terms
+                .preferred_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten()
+                .map(|weighted| &weighted.pod_affinity_term);
+            uses.extend(
+                required
+                    .chain(preferred)
+                    .map(|term| (term.topology_key.as_str(), "pod anti-affinity")),
+            );
+        }
+    }
+    uses.extend(
+        spec.topology_spread_constraints
+            .iter()
+            .flatten()
+            .map(|constraint| (constraint.topology_key.as_str(), "topologySpreadConstraints")),
+    );
+    uses
+}
+
+/// One line per label key the plans remove that running pods (phase
+/// `Running`) use as a topology key: the nodes losing it and the pods with
+/// where they use it.
+fn topology_key_warnings(inventory: &Inventory, report: &HostLabelsReport) -> Vec<String> {
+    let mut removed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (node, plan) in &report.nodes {
+        for key in &plan.remove {
+            removed.entry(key.as_str()).or_default().push(node.as_str());
+        }
+    }
+    let mut users: BTreeMap<&str, BTreeMap<String, Vec<&'static str>>> = BTreeMap::new();
+    for (key, located) in &inventory.pods {
+        let pod = &located.object;
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        if !running {
+            continue;
+        }
+        for (topology_key, place) in topology_key_uses(pod) {
+            if removed.contains_key(topology_key) {
+                let places = users
+                    .entry(topology_key)
+                    .or_default()
+                    .entry(key.to_string())
+                    .or_default();
+                if !places.contains(&place) {
+                    places.push(place);
+                }
+            }
+        }
+    }
+    users
+        .into_iter()
+        .map(|(topology_key, pods)| {
+            let nodes = removed.get(topology_key).map_or_else(String::new, |n| n.join(", "));
+            let pods: Vec<String> = pods
+                .into_iter()
+                .map(|(pod, places)| format!("{pod} ({})", places.join(", ")))
+                .collect();
+            format!(
+                "removing label {topology_key} from node(s) {nodes}: running pod(s) use it as topologyKey: {}; those nodes drop out of that topology domain",
+                pods.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Computes the plans and the audit.
@@ -169,9 +262,14 @@ pub fn report_with_sync(
     if no_host_information.is_some() {
         report.audit.unlabelled_nodes.clear();
     }
+    let warnings = topology_key_warnings(inventory, &report);
+    for warning in &warnings {
+        let _ = writeln!(stderr, "warning: {warning}");
+    }
     Ok(HostLabels {
         report,
         no_host_information,
+        warnings,
     })
 }
 
@@ -196,6 +294,9 @@ pub fn document(labels: &HostLabels) -> Value {
     });
     if let Some(line) = &labels.no_host_information {
         document["audit"]["noHostInformation"] = json!(line);
+    }
+    if !labels.warnings.is_empty() {
+        document["warnings"] = json!(labels.warnings);
     }
     document
 }
