@@ -98,7 +98,10 @@ fn topology_key_uses(pod: &Pod) -> Vec<(&str, &'static str)> {
     };
     if let Some(affinity) = spec.affinity.as_ref() {
         if let Some(terms) = affinity.pod_affinity.as_ref() {
-            let required = terms.required_during_scheduling_ignored_during_execution.iter().flatten();
+            let required = terms
+                .required_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten();
             let preferred = terms
                 .preferred_during_scheduling_ignored_during_execution
                 .iter()
@@ -111,7 +114,10 @@ fn topology_key_uses(pod: &Pod) -> Vec<(&str, &'static str)> {
             );
         }
         if let Some(terms) = affinity.pod_anti_affinity.as_ref() {
-            let required = terms.required_during_scheduling_ignored_during_execution.iter().flatten();
+            let required = terms
+                .required_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten();
             let preferred = terms
                 .preferred_during_scheduling_ignored_during_execution
                 .iter()
@@ -128,7 +134,12 @@ fn topology_key_uses(pod: &Pod) -> Vec<(&str, &'static str)> {
         spec.topology_spread_constraints
             .iter()
             .flatten()
-            .map(|constraint| (constraint.topology_key.as_str(), "topologySpreadConstraints")),
+            .map(|constraint| {
+                (
+                    constraint.topology_key.as_str(),
+                    "topologySpreadConstraints",
+                )
+            }),
     );
     uses
 }
