@@ -112,7 +112,7 @@ fn report_takes_the_queue_and_gate_flags_and_says_which_values_it_used() {
     let run = ok(&["report"]);
     assert!(
         run.stdout.starts_with(
-            "Report with --concurrent-backups 1, --soothe-mode optimistic, load admission gating Velero's built-in data mover and pod-volume loads (no --datamover)\n"
+            "Report with --concurrent-backups 1, --soothe-mode optimistic,\nload admission gating Velero's built-in data mover and pod-volume loads (no --datamover)\n"
         ),
         "{}",
         run.stdout
@@ -134,7 +134,7 @@ fn report_takes_the_queue_and_gate_flags_and_says_which_values_it_used() {
     assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
     assert!(
         run.stdout.starts_with(
-            "Report with --concurrent-backups -1 (values below 1 mean 1, as in Velero: 1 concurrent backup), --soothe-mode exact, load admission gating --datamover acme\n"
+            "Report with --concurrent-backups -1 (values below 1 mean 1, as in Velero: 1 concurrent backup), --soothe-mode exact,\nload admission gating --datamover acme\n"
         ),
         "{}",
         run.stdout
@@ -169,12 +169,24 @@ fn report_takes_the_queue_and_gate_flags_and_says_which_values_it_used() {
 #[test]
 fn queue_rows_are_in_queue_order() {
     let run = ok(&["queue"]);
-    let backups: Vec<&str> = run
-        .stdout
-        .lines()
-        .skip(3)
-        .filter_map(|line| line.split_whitespace().next())
-        .collect();
+    // The BACKUP column, its cells joined across wrapped lines (a row
+    // starts where the never-wrapped POSITION column has a value).
+    let mut lines = run.stdout.lines().skip(2);
+    let header = lines.next().expect("header");
+    let width = header.find("PHASE").expect("PHASE column");
+    let position = header.find("POSITION").expect("POSITION column");
+    let mut backups: Vec<String> = Vec::new();
+    for line in lines {
+        let cell: String = line.chars().take(width).collect();
+        let cell = cell.trim();
+        let starts_row = line
+            .get(position..position + "POSITION".len())
+            .is_some_and(|c| !c.trim().is_empty());
+        match backups.last_mut() {
+            Some(last) if !starts_row => last.push_str(cell),
+            _ => backups.push(cell.to_owned()),
+        }
+    }
     assert_eq!(
         backups,
         [
@@ -206,9 +218,13 @@ fn concurrent_backups_below_one_mean_one_in_header_and_reasons() {
                 "--concurrent-backups {value} (values below 1 mean 1, as in Velero: 1 concurrent backup): 1 started, 5 waiting, 6 status write(s)"
             )
         );
+        // The reason, from the JSON: the table wraps it.
+        let json = ok(&["queue", "--concurrent-backups", value, "-o", "json"]);
         assert!(
-            rows.contains("capacity full: all 1 concurrent backup slots are taken"),
-            "{rows}"
+            json.stdout
+                .contains("capacity full: all 1 concurrent backup slots are taken"),
+            "{}",
+            json.stdout
         );
         // Everything but the header is what --concurrent-backups 1 gives.
         assert_eq!(

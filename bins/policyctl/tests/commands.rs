@@ -654,3 +654,40 @@ fn yaml_output_is_the_json_document() {
     let from_json: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
     assert_eq!(from_yaml, from_json);
 }
+
+#[test]
+fn tables_fit_a_120_column_terminal() {
+    // Relative to the package directory, where tests run: file names are
+    // part of some lines, as a user's would be.
+    let inputs: [Option<&str>; 3] = [
+        None,
+        Some("../../examples/cluster"),
+        Some("../../examples/management-cluster"),
+    ];
+    for input in &inputs {
+        for command in [
+            &["report"][..],
+            &["config", "check"],
+            &["soothe"],
+            &["queue"],
+        ] {
+            let mut args: Vec<&str> = Vec::new();
+            if let Some(input) = input {
+                args.extend(["-f", input]);
+            }
+            args.extend(command);
+            let output = run(&args);
+            assert!(!output.stdout.is_empty(), "{args:?}: {}", output.stderr);
+            let widest = output
+                .stdout
+                .lines()
+                .max_by_key(|line| line.chars().count())
+                .unwrap_or_default();
+            assert!(
+                widest.chars().count() <= 120,
+                "{args:?}: a line of {} columns: {widest}",
+                widest.chars().count()
+            );
+        }
+    }
+}

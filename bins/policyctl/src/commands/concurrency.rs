@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::commands::CommandError;
 use crate::manifest::Inventory;
-use crate::output::{Output, or_dash, table};
+use crate::output::{Output, fitted_table, or_dash};
 
 /// Computes the per-node numbers.
 pub fn run(config: &NodeAgentConfig, inventory: &Inventory) -> Result<Output, CommandError> {
@@ -24,7 +24,7 @@ pub fn run(config: &NodeAgentConfig, inventory: &Inventory) -> Result<Output, Co
             .and_then(|labels| labels.get("topology.kubernetes.io/zone").cloned())
     };
     let mut text = format!("Global concurrency: {}\n\n", compiled.global());
-    text.push_str(&table(
+    text.push_str(&fitted_table(
         &["node", "zone", "concurrency"],
         inventory.nodes.values().map(|located| {
             let name = located.object.metadata.name.clone().unwrap_or_default();

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::Exit;
 use crate::commands::config_source::ConfigInput;
 use crate::commands::{CommandError, CommandResult};
-use crate::output::{Output, table};
+use crate::output::{Output, fitted_table};
 
 /// Runs the check. Exits 1 when the configuration does not load (Velero's
 /// node-agent would refuse to start, or, for a duplicate key, Go would
@@ -42,7 +42,7 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
     let mut text = format!("Configuration: {}\n", input.origin);
     match &input.loaded {
         Err(LoadError::DuplicateKey { .. }) => text.push_str(
-            "Velero's node-agent would start with this configuration (Go keeps the last value of a duplicate key), but policyctl does not load it.\n",
+            "Velero's node-agent would start with this configuration (Go keeps the last value of a\nduplicate key), but policyctl does not load it.\n",
         ),
         Err(_) => {
             text.push_str("Velero's node-agent would refuse to start with this configuration.\n");
@@ -58,7 +58,7 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
             findings.len(),
             findings.len() - errors
         ));
-        text.push_str(&table(
+        text.push_str(&fitted_table(
             &["severity", "path", "message", "velero"],
             findings.iter().map(|f| {
                 [
@@ -157,7 +157,7 @@ pub fn rule_footer<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
     }
     let width = ids.iter().map(|id| id.len()).max().unwrap_or(0);
     let mut text = format!(
-        "\nRules cited in VELERO are headings of {VELERO_RULES} in {}:\n",
+        "\nRules cited in VELERO are headings of {VELERO_RULES}\nin {}:\n",
         env!("CARGO_PKG_REPOSITORY")
     );
     for id in ids {
@@ -212,7 +212,7 @@ mod tests {
             "again (C1.14). Also A2.17b.",
         ]);
         let heading = format!(
-            "\nRules cited in VELERO are headings of docs/behaviour/velero.md in {}:\n",
+            "\nRules cited in VELERO are headings of docs/behaviour/velero.md\nin {}:\n",
             env!("CARGO_PKG_REPOSITORY")
         );
         assert_eq!(

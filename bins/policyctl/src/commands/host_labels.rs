@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::commands::CommandError;
 use crate::commands::hosts::host_of_vm;
 use crate::manifest::Inventory;
-use crate::output::{Output, table};
+use crate::output::{Output, fitted_table};
 
 /// Node name → host name from Machines and the HostInventory.
 pub fn host_of_node(inventory: &Inventory, stderr: &mut dyn Write) -> BTreeMap<String, String> {
@@ -339,7 +339,7 @@ pub fn table_text(labels: &HostLabels) -> String {
                 ]);
             }
         }
-        text.push_str(&table(&["node", "action", "label"], rows));
+        text.push_str(&fitted_table(&["node", "action", "label"], rows));
     }
     text.push_str("\nAudit of the current labels:\n\n");
     let audit = &report.audit;
@@ -365,7 +365,7 @@ pub fn table_text(labels: &HostLabels) -> String {
                 shared.pods.join(", "),
             ]
         }));
-        text.push_str(&table(&["finding", "detail"], rows));
+        text.push_str(&fitted_table(&["finding", "detail"], rows));
     }
     text
 }
@@ -389,7 +389,7 @@ pub fn run_sanitize(value: &str) -> Output {
     let sanitized = sanitize(value);
     Output {
         document: json!({"value": sanitized.value, "valid": sanitized.valid}),
-        table: table(
+        table: fitted_table(
             &["input", "label value", "valid"],
             [[
                 value.to_owned(),

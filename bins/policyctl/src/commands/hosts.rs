@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::cli::HostsAction;
 use crate::commands::CommandError;
 use crate::manifest::Inventory;
-use crate::output::{Output, or_dash, table};
+use crate::output::{Output, fitted_table, or_dash};
 
 /// The single HostInventory of the input, validated.
 fn checked(inventory: &Inventory) -> Result<(String, CheckedInventory), CommandError> {
@@ -50,7 +50,7 @@ pub fn run(inventory: &Inventory, action: &HostsAction) -> Result<Output, Comman
                 "HostInventory {origin}: {} VM(s) to place\n\n",
                 plan.assignments.len()
             );
-            text.push_str(&table(
+            text.push_str(&fitted_table(
                 &["vm", "host", "reason"],
                 plan.assignments.iter().map(|(vm, host)| {
                     [
@@ -66,7 +66,7 @@ pub fn run(inventory: &Inventory, action: &HostsAction) -> Result<Output, Comman
             text.push_str(
                 "\nViolations after the plan (VMs beyond one per host, per group or set):\n\n",
             );
-            text.push_str(&table(
+            text.push_str(&fitted_table(
                 &["group or set", "violations"],
                 plan.violations
                     .iter()
@@ -98,7 +98,7 @@ pub fn run(inventory: &Inventory, action: &HostsAction) -> Result<Output, Comman
                 }
             );
             if !plan.moves.is_empty() {
-                text.push_str(&table(
+                text.push_str(&fitted_table(
                     &["order", "vm", "from", "to"],
                     plan.moves.iter().enumerate().map(|(i, m)| {
                         [
@@ -111,7 +111,7 @@ pub fn run(inventory: &Inventory, action: &HostsAction) -> Result<Output, Comman
                 ));
                 text.push('\n');
             }
-            text.push_str(&table(
+            text.push_str(&fitted_table(
                 &["host", "before", "after", "target"],
                 plan.counts_before.iter().map(|(host, before)| {
                     [
@@ -140,7 +140,7 @@ pub fn run(inventory: &Inventory, action: &HostsAction) -> Result<Output, Comman
                 plan.victims.len(),
                 anti_affinity_placement::hosts::DELETE_MACHINE_ANNOTATION
             );
-            text.push_str(&table(
+            text.push_str(&fitted_table(
                 &["order", "vm", "host"],
                 plan.victims
                     .iter()
@@ -148,7 +148,7 @@ pub fn run(inventory: &Inventory, action: &HostsAction) -> Result<Output, Comman
                     .map(|(i, v)| [(i + 1).to_string(), v.vm.clone(), or_dash(v.host.as_ref())]),
             ));
             text.push('\n');
-            text.push_str(&table(
+            text.push_str(&fitted_table(
                 &["host", "after"],
                 plan.counts_after
                     .iter()

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::cli::ObjectRef;
 use crate::commands::CommandError;
 use crate::manifest::Inventory;
-use crate::output::{Output, or_dash, section, table};
+use crate::output::{Output, fitted_table, or_dash, section};
 
 /// One VSphereCluster's report, with the names it is known by.
 pub struct ClusterView {
@@ -225,14 +225,14 @@ pub fn table_text(view: &ClusterView) -> String {
     if rows.is_empty() {
         text.push_str("No module recorded and none to create.\n");
     } else {
-        text.push_str(&table(&["action", "kind", "owner", "module"], rows));
+        text.push_str(&fitted_table(&["action", "kind", "owner", "module"], rows));
     }
 
     text.push_str("\nMembership (the module each Machine's VM joins):\n\n");
     if report.membership.is_empty() {
         text.push_str("No Machine of this cluster in the input.\n");
     } else {
-        text.push_str(&table(
+        text.push_str(&fitted_table(
             &["machine", "group", "module", "note"],
             report.membership.iter().map(|(machine, membership)| {
                 let group = membership.group().map_or_else(
@@ -320,14 +320,17 @@ pub fn table_text(view: &ClusterView) -> String {
     if rows.is_empty() {
         text.push_str("No group.\n");
     } else {
-        text.push_str(&table(&["group", "host", "machines", "verdict"], rows));
+        text.push_str(&fitted_table(
+            &["group", "host", "machines", "verdict"],
+            rows,
+        ));
     }
 
     text.push_str("\nPlanned vMotions (fixable violations only):\n\n");
     if report.moves.is_empty() {
         text.push_str("None.\n");
     } else {
-        text.push_str(&table(
+        text.push_str(&fitted_table(
             &["vm", "from", "to"],
             report
                 .moves

@@ -20,7 +20,7 @@ use velero_api::Backup;
 
 use crate::commands::CommandError;
 use crate::manifest::Inventory;
-use crate::output::{Output, table};
+use crate::output::{Output, fitted_table};
 
 /// Velero's `--concurrent-backups` as given, and the number it means:
 /// values below 1 mean 1 (Q4.1).
@@ -247,7 +247,7 @@ pub fn table_text(outcome: &QueueOutcome, concurrent_backups: ConcurrentBackups)
             p.to_string()
         }
     };
-    text.push_str(&table(
+    text.push_str(&fitted_table(
         &[
             "backup",
             "phase",

@@ -19,7 +19,7 @@ use crate::commands::{
     CommandError, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
-use crate::output::{Output, section, table};
+use crate::output::{Output, fitted_table, section};
 
 /// The values `report` computes with (its flags), shown in its header.
 #[derive(Clone, Debug)]
@@ -47,7 +47,7 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<Output, CommandError> {
     let mut text = format!(
-        "Report with {}, --soothe-mode {}, load admission gating {}\n\n",
+        "Report with {}, --soothe-mode {},\nload admission gating {}\n\n",
         options.concurrent_backups,
         mode_name(options.soothe_mode),
         options.data_movers.describe()
@@ -65,7 +65,7 @@ pub fn run(
     let counts = inventory.counts();
     text.push_str(&section(
         "Input objects",
-        &table(
+        &fitted_table(
             &["kind", "count"],
             counts
                 .iter()
@@ -335,7 +335,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
     let text = if rows.is_empty() {
         "No DataUpload or DataDownload is waiting for a data-mover pod.\n".to_owned()
     } else {
-        table(
+        fitted_table(
             &[
                 "load",
                 "phase",

@@ -41,7 +41,7 @@ use serde_json::json;
 use crate::cli::SootheMode;
 use crate::commands::CommandError;
 use crate::manifest::{Inventory, Objects};
-use crate::output::{Output, or_dash, table};
+use crate::output::{Output, fitted_table, or_dash};
 
 /// Node name written into exact-mode ledger entries made by this simulation.
 const GATE_NODE: &str = "policyctl";
@@ -315,7 +315,7 @@ pub fn render(result: &Admissions, mode: SootheMode, movers: &DataMovers) -> Out
         SootheMode::Exact => "exact",
     };
     let mut text = format!(
-        "Mode {mode_name}, gating {}: prepareQueueLength {}, {} load(s) in preparation{}; {} admitted, {} held, {} not gated here\n\n",
+        "Mode {mode_name}, gating {}:\nprepareQueueLength {}, {} load(s) in preparation{}; {} admitted, {} held, {} not gated here\n\n",
         movers.describe(),
         or_dash(result.prepare_queue_length),
         result.in_preparation,
@@ -351,7 +351,7 @@ pub fn render(result: &Admissions, mode: SootheMode, movers: &DataMovers) -> Out
                 why.clone(),
             ]
         });
-        text.push_str(&table(
+        text.push_str(&fitted_table(
             &["order", "load", "decision", "why"],
             gated.chain(other),
         ));
