@@ -17,7 +17,7 @@ use std::io::Write;
 use anti_affinity_placement::labels::{
     HostLabelConfig, HostLabelsReport, LabelKey, MachineLabelSync, sanitize,
 };
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use kube_adapters::capi::{host_map, machine_label_plans};
 use serde_json::{Value, json};
 
@@ -98,36 +98,26 @@ fn topology_key_uses(pod: &Pod) -> Vec<(&str, &'static str)> {
     };
     if let Some(affinity) = spec.affinity.as_ref() {
         if let Some(terms) = affinity.pod_affinity.as_ref() {
-            let required = terms
-                .required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten();
-            let preferred = terms
-                .preferred_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .map(|weighted| &weighted.pod_affinity_term);
-            uses.extend(
-                required
-                    .chain(preferred)
-                    .map(|term| (term.topology_key.as_str(), "pod affinity")),
+            let all = affinity_terms(
+                terms
+                    .required_during_scheduling_ignored_during_execution
+                    .as_ref(),
+                terms
+                    .preferred_during_scheduling_ignored_during_execution
+                    .as_ref(),
             );
+            uses.extend(all.map(|term| (term.topology_key.as_str(), "pod affinity")));
         }
         if let Some(terms) = affinity.pod_anti_affinity.as_ref() {
-            let required = terms
-                .required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten();
-            let preferred = terms
-                .preferred_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .map(|weighted| &weighted.pod_affinity_term);
-            uses.extend(
-                required
-                    .chain(preferred)
-                    .map(|term| (term.topology_key.as_str(), "pod anti-affinity")),
+            let all = affinity_terms(
+                terms
+                    .required_during_scheduling_ignored_during_execution
+                    .as_ref(),
+                terms
+                    .preferred_during_scheduling_ignored_during_execution
+                    .as_ref(),
             );
+            uses.extend(all.map(|term| (term.topology_key.as_str(), "pod anti-affinity")));
         }
     }
     uses.extend(
@@ -142,6 +132,18 @@ fn topology_key_uses(pod: &Pod) -> Vec<(&str, &'static str)> {
             }),
     );
     uses
+}
+
+/// The required and the preferred terms of a pod (anti-)affinity.
+fn affinity_terms<'a>(
+    required: Option<&'a Vec<PodAffinityTerm>>,
+    preferred: Option<&'a Vec<WeightedPodAffinityTerm>>,
+) -> impl Iterator<Item = &'a PodAffinityTerm> {
+    let preferred = preferred
+        .into_iter()
+        .flatten()
+        .map(|weighted| &weighted.pod_affinity_term);
+    required.into_iter().flatten().chain(preferred)
 }
 
 /// One line per label key the plans remove that running pods (phase
