@@ -133,6 +133,32 @@ items:
 }
 
 #[test]
+fn json_lists_read_item_by_item_give_the_same_objects_and_messages_as_yaml() {
+    let json = r#"{"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"zone": ["a", "b"]}}}
+    ]}"#;
+    assert_eq!(
+        error_text("nodes.json", json),
+        "nodes.json, document 1, items[0]: Node n1: field `metadata.labels.zone`: \
+         invalid type: sequence, expected a string (offending value: [\"a\",\"b\"])"
+    );
+    // A key given twice: a struct refuses it, JSON keeps the last one (as
+    // the tree path and Go's encoding/json do); managedFields are dropped.
+    let json = r#"{"apiVersion": "v1", "kind": "NodeList", "items": [
+        {"metadata": {"name": "n1", "labels": {"zone": "a"}, "labels": {"zone": "b"},
+                      "managedFields": [{"manager": "kubelet"}]}},
+        {"metadata": {"name": "n2", "managedFields": [{"manager": "kubelet"}]}}
+    ]}"#;
+    let inventory = read_str("nodes.json", json).expect("valid list");
+    let n1 = &inventory.nodes[&ObjectKey::cluster("n1".to_owned())].object;
+    let labels = n1.metadata.labels.as_ref().expect("labels");
+    assert_eq!(labels["zone"], "b");
+    for node in inventory.nodes.values() {
+        assert_eq!(node.object.metadata.managed_fields, None);
+    }
+}
+
+#[test]
 fn documents_must_be_objects_with_api_version_and_kind() {
     assert_eq!(
         error_text("x.yaml", "- a\n- b\n"),
