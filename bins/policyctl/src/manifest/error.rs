@@ -18,6 +18,16 @@ pub struct Origin {
     pub item: Option<usize>,
 }
 
+impl Origin {
+    /// The origin of item `index` of the list at this origin.
+    pub(super) fn item(&self, index: usize) -> Origin {
+        Origin {
+            item: Some(index),
+            ..self.clone()
+        }
+    }
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}, document {}", self.file, self.document)?;

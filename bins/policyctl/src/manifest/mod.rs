@@ -18,11 +18,17 @@
 //!   an error: it is what a failed `kubectl get ... > file` leaves behind.
 //! - YAML is read with limits proportional to the text's size (see
 //!   [`text`]), so a dump of a large cluster reads, an alias bomb does not.
+//! - Large inputs stay lean: JSON lists and YAML lists alike are read one
+//!   item at a time, each decoded straight into its type, without a tree of
+//!   the file (`yaml_stream` for YAML). Whenever the fast YAML reader is
+//!   not sure, the whole input is read again with the tree reader, which
+//!   gives the same objects and the same messages as ever.
 
 mod capi;
 mod error;
 mod objects;
 pub mod text;
+mod yaml_stream;
 
 use std::borrow::Cow;
 use std::collections::btree_map::Entry;
@@ -48,17 +54,45 @@ pub struct Source {
 
 /// Reads every source, in order, into one inventory.
 pub fn read_sources(sources: &[Source]) -> Result<Inventory, ManifestError> {
-    let mut inventory = Inventory::default();
-    for source in sources {
-        add_source(&mut inventory, &source.name, &source.text)?;
+    match read_fast(sources) {
+        Ok(inventory) => Ok(inventory),
+        // The fast reader stops at the first thing it is not sure about;
+        // the tree reader reads what only it can, or names the problem.
+        Err(yaml_stream::GaveUp) => read_with_trees(sources),
     }
-    Ok(inventory)
 }
 
 /// Reads one file's text into a fresh inventory (the fuzzing entry point).
 pub fn read_str(name: &str, text: &str) -> Result<Inventory, ManifestError> {
+    read_sources(&[Source {
+        name: name.to_owned(),
+        text: text.to_owned(),
+    }])
+}
+
+/// Reads every source with the fast YAML reader (and the JSON reader).
+fn read_fast(sources: &[Source]) -> Result<Inventory, yaml_stream::GaveUp> {
     let mut inventory = Inventory::default();
-    add_source(&mut inventory, name, text)?;
+    for source in sources {
+        let body = text::without_bom(&source.text);
+        let read_any = if text::is_json(body) {
+            add_json(&mut inventory, &source.name, body).map_err(|_| yaml_stream::GaveUp)?
+        } else {
+            yaml_stream::add_yaml(&mut inventory, &source.name, body)?
+        };
+        if !read_any {
+            return Err(yaml_stream::GaveUp);
+        }
+    }
+    Ok(inventory)
+}
+
+/// Reads every source with the tree reader for YAML (and the JSON reader).
+fn read_with_trees(sources: &[Source]) -> Result<Inventory, ManifestError> {
+    let mut inventory = Inventory::default();
+    for source in sources {
+        add_source(&mut inventory, &source.name, &source.text)?;
+    }
     Ok(inventory)
 }
 
@@ -154,6 +188,39 @@ struct HeaderMetadata<'a> {
     namespace: Option<Cow<'a, str>>,
 }
 
+/// How an item of a list is filed, read from its text.
+pub(super) struct Filed<'a> {
+    api_version: Cow<'a, str>,
+    kind: Cow<'a, str>,
+    name: Option<Cow<'a, str>>,
+    namespace: Option<Cow<'a, str>>,
+}
+
+/// How the item `text` of a list is filed, the list's `apiVersion` and item
+/// kind (`Pod` for a `PodList`) standing in for what the item omits. `None`
+/// when the item takes the tree path: a nested list, an item without
+/// `apiVersion` or `kind` (the fast YAML reader gives no defaults, since a
+/// YAML list names its kind after its items), or a header that does not
+/// decode.
+pub(super) fn filed_item<'a>(text: &'a str, defaults: Option<(&'a str, &'a str)>) -> Option<Filed<'a>> {
+    let header = serde_json::from_str::<ItemHeader<'a>>(text).ok()?;
+    let (default_api_version, default_kind) = defaults.unwrap_or_default();
+    let api_version = header
+        .api_version
+        .unwrap_or(Cow::Borrowed(default_api_version));
+    let kind = header.kind.unwrap_or(Cow::Borrowed(default_kind));
+    let plain = !api_version.is_empty() && !kind.is_empty() && !kind.ends_with("List");
+    plain.then(|| {
+        let (name, namespace) = header.metadata.map_or((None, None), |m| (m.name, m.namespace));
+        Filed {
+            api_version,
+            kind,
+            name,
+            namespace,
+        }
+    })
+}
+
 /// What a list document holds, read without building its items: each item
 /// stays a slice of the text until it is decoded on its own.
 #[derive(serde::Deserialize)]
@@ -199,32 +266,21 @@ fn add_json(inventory: &mut Inventory, name: &str, text: &str) -> Result<bool, M
         };
         let item_kind = list.kind.strip_suffix("List").unwrap_or_default();
         for (index, item) in list.items.into_iter().enumerate() {
-            let item_origin = Origin {
-                item: Some(index),
-                ..origin.clone()
-            };
-            let header = serde_json::from_str::<ItemHeader<'_>>(item.get()).ok();
-            let filed = header.and_then(|header| {
-                let api_version = header
-                    .api_version
-                    .unwrap_or(Cow::Borrowed(&list.api_version));
-                let kind = header.kind.unwrap_or(Cow::Borrowed(item_kind));
-                let plain = !api_version.is_empty() && !kind.is_empty() && !kind.ends_with("List");
-                plain.then(|| {
-                    let metadata = header.metadata;
-                    let (name, namespace) =
-                        metadata.map_or((None, None), |m| (m.name, m.namespace));
-                    (api_version, kind, name, namespace)
-                })
-            });
-            match filed {
-                Some((api_version, kind, name, namespace)) => {
-                    let item = Item::Text {
+            let item_origin = origin.item(index);
+            match filed_item(item.get(), Some((&list.api_version, item_kind))) {
+                Some(filed) => {
+                    let text = Item::Text {
                         text: item.get(),
-                        name,
-                        namespace,
+                        name: filed.name,
+                        namespace: filed.namespace,
                     };
-                    add_object(inventory, item_origin, &api_version, &kind, item)?;
+                    add_object(
+                        inventory,
+                        item_origin,
+                        &filed.api_version,
+                        &filed.kind,
+                        text,
+                    )?;
                 }
                 None => {
                     let value = with_defaults(parse(item)?, &list.api_version, item_kind);
@@ -712,11 +768,28 @@ fn type_name(value: &Value) -> &'static str {
 mod tests;
 
 /// The fuzzing entry point: reads arbitrary bytes as a manifest file.
-/// Never panics; invalid input yields an error, which is rendered to make
-/// sure messages are built without panicking either.
+/// Never panics on its own; invalid input yields an error, which is
+/// rendered to make sure messages are built without panicking either. It
+/// panics when the fast reader files objects that the tree reader would
+/// not file alike: the two must agree whenever the fast one reads a file.
 pub fn fuzz_entry(bytes: &[u8]) {
     if let Ok(text) = std::str::from_utf8(bytes) {
-        match read_str("fuzz.yaml", text) {
+        let sources = [Source {
+            name: "fuzz.yaml".to_owned(),
+            text: text.to_owned(),
+        }];
+        let tree = read_with_trees(&sources);
+        if let Ok(fast) = read_fast(&sources) {
+            match &tree {
+                Ok(tree) => assert_eq!(
+                    format!("{fast:?}"),
+                    format!("{tree:?}"),
+                    "the fast and the tree reader disagree"
+                ),
+                Err(error) => panic!("the fast reader read what the tree reader refuses: {error}"),
+            }
+        }
+        match tree {
             Ok(inventory) => {
                 let _ = inventory.ignored_notes();
             }

@@ -276,3 +276,101 @@ fn fuzz_corpus_replays_without_panics() {
         crate::manifest::fuzz_entry(&bytes);
     }
 }
+
+/// Reads `text` with both YAML readers: the fast one must read it and file
+/// exactly what the tree reader files.
+fn fast_reader_files_what_the_tree_reader_files(name: &str, text: &str) -> Inventory {
+    let sources = [Source {
+        name: name.to_owned(),
+        text: text.to_owned(),
+    }];
+    let fast = read_fast(&sources).unwrap_or_else(|_| panic!("the fast reader gave up on {name}"));
+    let tree = read_with_trees(&sources).expect("the tree reader reads it");
+    assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{name}");
+    fast
+}
+
+#[test]
+fn the_fast_yaml_reader_files_the_bundled_example_as_the_tree_reader() {
+    let directory = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/cluster");
+    let mut files: Vec<_> = std::fs::read_dir(directory)
+        .expect("examples/cluster")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        fast_reader_files_what_the_tree_reader_files(&path.display().to_string(), &text);
+    }
+}
+
+#[test]
+fn the_fast_yaml_reader_files_a_kubectl_dump_as_the_tree_reader() {
+    use testkit::cluster_dump::{DumpFormat, DumpShape, dump};
+    let text = String::from_utf8(dump(DumpShape::new(40, 5), DumpFormat::Yaml)).expect("UTF-8");
+    let inventory = fast_reader_files_what_the_tree_reader_files("dump.yaml", &text);
+    assert_eq!(inventory.pods.len(), 40);
+    assert_eq!(inventory.nodes.len(), 5);
+    assert!(
+        inventory
+            .pods
+            .values()
+            .all(|pod| pod.object.metadata.managed_fields.is_none())
+    );
+}
+
+#[test]
+fn the_fast_yaml_reader_agrees_on_awkward_but_valid_documents() {
+    // Items without a kind (a typed list names it after them), a list whose
+    // kind comes before its items, CRLF line ends, comments, empty
+    // documents, flow and block style, escapes, block scalars, numbers where
+    // quantities are read, a Node in a list among ignored kinds.
+    let cases = [
+        "apiVersion: v1\nitems:\n- metadata: {name: a, namespace: x}\n  spec: {containers: []}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: {containers: []}\nkind: PodList\nmetadata: {}\n",
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {a: \"b\\tc\", z: 'it''s'}}}\n- {apiVersion: apps/v1, kind: Unknown, metadata: {name: d}}\n- {apiVersion: apps/v1, kind: Unknown, metadata: {name: e}}\n",
+        "# leading comment\r\n---\r\napiVersion: v1\r\nkind: Namespace\r\nmetadata:\r\n  name: shop\r\n  labels: {n: \"n\", v: \"1.10\"}\r\n---\r\n---\r\n",
+        "--- {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: velero}, data: {k: \"\\u00e9\\n\"}}\n--- \napiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, namespace: velero}\ndata:\n  x: |\n    line one\n    ---\n  y: >-\n    folded\n    text\n",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n2\n  managedFields:\n  - manager: kubelet\n    fieldsV1: {f:metadata: {}}\nstatus:\n  allocatable: {cpu: 4, memory: 8Gi, pods: \"110\"}\n  capacity: {cpu: 4.5e0, hugepages-2Mi: 0}\n",
+        "apiVersion: v1\nkind: List\nitems: []\n",
+        "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Namespace, metadata: {name: nested}}\nkind: List\n",
+    ];
+    for (index, text) in cases.into_iter().enumerate() {
+        fast_reader_files_what_the_tree_reader_files(&format!("case-{index}.yaml"), text);
+    }
+}
+
+#[test]
+fn the_fast_yaml_reader_gives_up_and_the_tree_reader_answers() {
+    // Each is read (or refused) by the tree reader alone, with its usual
+    // answer.
+    let fast_gives_up = [
+        // An alias.
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: &n a, labels: {x: *n}}\n",
+        // A directive.
+        "%YAML 1.2\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+        // An object with items that is no list.
+        "apiVersion: example.com/v1\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: a}}]\nkind: Thing\nmetadata: {name: t}\n",
+        // A name that is a boolean: the tree reader explains it.
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: n}}\n",
+    ];
+    for text in fast_gives_up {
+        let sources = [Source {
+            name: "x.yaml".to_owned(),
+            text: text.to_owned(),
+        }];
+        assert!(read_fast(&sources).is_err(), "{text}");
+        let tree = read_with_trees(&sources).map(|inventory| format!("{inventory:?}"));
+        let read = read_sources(&sources).map(|inventory| format!("{inventory:?}"));
+        match (tree, read) {
+            (Ok(tree), Ok(read)) => assert_eq!(tree, read),
+            (Err(tree), Err(read)) => assert_eq!(tree.to_string(), read.to_string()),
+            (tree, read) => panic!("{text}: {tree:?} vs {read:?}"),
+        }
+    }
+    let message = error_text(
+        "x.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: n}}\n",
+    );
+    assert!(message.contains("quote the value"), "{message}");
+}
