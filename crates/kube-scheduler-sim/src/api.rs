@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::profile::{AllNodes, CoreEval, evaluate, normalize_max, normalize_min_max, select};
 use crate::result::{Failure, Options, OptionsError, PluginScores, ScheduleResult, Scores};
 use crate::state::{ClusterState, PodId, StateError};
+use crate::volumes::StorageObjects;
 
 /// Why an entry point could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,7 +106,9 @@ impl ClusterState {
         }
         match &core.all_nodes {
             Some(AllNodes::Reason(r)) => format!("0/{n} nodes are available: {}.", r.message()),
-            Some(AllNodes::Message(m)) => format!("0/{n} nodes are available: {m}."),
+            Some(AllNodes::Message(m) | AllNodes::Plugin(_, m)) => {
+                format!("0/{n} nodes are available: {m}.")
+            }
             None => fit_error_summary(n, core.reasons.iter().flatten().map(|r| r.reasons())),
         }
     }
@@ -124,6 +127,12 @@ impl ClusterState {
                 AllNodes::Reason(r) => r.failure(),
                 AllNodes::Message(m) => Failure {
                     plugin: crate::result::Plugin::InterPodAffinity,
+                    code: crate::result::Code::UnschedulableAndUnresolvable,
+                    message: m.clone(),
+                    reasons: vec![m.clone()],
+                },
+                AllNodes::Plugin(plugin, m) => Failure {
+                    plugin: *plugin,
                     code: crate::result::Code::UnschedulableAndUnresolvable,
                     message: m.clone(),
                     reasons: vec![m.clone()],
@@ -235,6 +244,28 @@ pub fn schedule(
     name: &str,
     opts: &Options,
 ) -> Result<ScheduleResult, ScheduleError> {
+    schedule_with_storage(
+        nodes,
+        namespaces,
+        pods,
+        &StorageObjects::default(),
+        namespace,
+        name,
+        opts,
+    )
+}
+
+/// [`schedule`] with the cluster's claims, volumes, storage classes and
+/// CSINodes, which the volume filters read (C.40–C.43).
+pub fn schedule_with_storage(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    storage: &StorageObjects,
+    namespace: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<ScheduleResult, ScheduleError> {
     opts.validate()?;
     let is_target = |p: &Pod| {
         p.metadata.namespace.as_deref().unwrap_or("default") == namespace
@@ -245,8 +276,9 @@ pub fn schedule(
         .find(|p| is_target(p))
         .ok_or_else(|| ScheduleError::UnknownPod(format!("{namespace}/{name}")))?;
     let others: Vec<Pod> = pods.iter().filter(|p| !is_target(p)).cloned().collect();
-    let state =
+    let mut state =
         ClusterState::from_snapshot(nodes, namespaces, &others, opts.merge_match_label_keys)?;
+    state.set_storage(storage);
     let mut incoming = target.clone();
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;
@@ -263,9 +295,22 @@ pub fn schedule_all(
     pods: &[Pod],
     opts: &Options,
 ) -> Result<BatchResult, ScheduleError> {
+    schedule_all_with_storage(nodes, namespaces, pods, &StorageObjects::default(), opts)
+}
+
+/// [`schedule_all`] with the cluster's storage objects; every placement
+/// counts the pod's claims and attached volumes for the pods after it.
+pub fn schedule_all_with_storage(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    storage: &StorageObjects,
+    opts: &Options,
+) -> Result<BatchResult, ScheduleError> {
     opts.validate()?;
     let mut state =
         ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
+    state.set_storage(storage);
     let mut pending: Vec<&Pod> = pods
         .iter()
         .filter(|p| {

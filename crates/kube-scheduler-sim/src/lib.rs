@@ -52,9 +52,13 @@ mod result;
 mod selector;
 mod state;
 pub mod taints;
+pub mod volumes;
 
 pub use admission::apply_match_label_keys;
-pub use api::{BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all};
+pub use api::{
+    BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all,
+    schedule_all_with_storage, schedule_with_storage,
+};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{
@@ -62,6 +66,7 @@ pub use result::{
 };
 pub use selector::PodSelector;
 pub use state::{ClusterState, PodId, StateError};
+pub use volumes::StorageObjects;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

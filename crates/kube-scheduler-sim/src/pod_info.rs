@@ -129,6 +129,8 @@ pub struct PodInfo {
     pub(crate) requests: Result<Resources, QuantityProblem>,
     /// Host ports (NodePorts).
     pub(crate) host_ports: Vec<HostPort>,
+    /// Claims and inline disks (the volume filters, C.40–C.43).
+    pub(crate) volumes: crate::volumes::PodVolumes,
 }
 
 impl PodInfo {
@@ -245,6 +247,7 @@ impl PodInfo {
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
             requests: pod_requests(pod),
             host_ports: host_ports(pod),
+            volumes: crate::volumes::PodVolumes::new(pod),
         }
     }
 

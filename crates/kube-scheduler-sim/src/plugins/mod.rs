@@ -3,6 +3,7 @@
 //! The evaluator runs the filters in the default profile's order:
 //! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (in
 //! [`crate::node_selector`]), NodePorts, NodeResourcesFit,
+//! VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //! PodTopologySpread, InterPodAffinity.
 //!
 //! Modules with public items hold per-node checks other crates reuse (for
@@ -13,5 +14,9 @@ pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub(crate) mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;

@@ -22,11 +22,13 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kube_scheduler_sim::{
     Code, Failure, Options, Plugin, PluginScores, PodSelector, Reason, ScheduleResult, Scores,
-    apply_match_label_keys,
+    StorageObjects, apply_match_label_keys,
 };
 use kube_validation::{ParseError, node_selector_field_requirement, node_selector_requirement};
 
 type Labels = BTreeMap<String, String>;
+
+mod volumes;
 
 fn labels_of(p: &Pod) -> Labels {
     p.metadata.labels.clone().unwrap_or_default()
@@ -294,6 +296,18 @@ pub fn evaluate(
     incoming: &Pod,
     opts: &Options,
 ) -> ScheduleResult {
+    evaluate_with_storage(nodes, namespaces, pods, &StorageObjects::default(), incoming, opts)
+}
+
+/// [`evaluate`] with claims, volumes, classes and CSINodes (C.40–C.43).
+pub fn evaluate_with_storage(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    storage: &StorageObjects,
+    incoming: &Pod,
+    opts: &Options,
+) -> ScheduleResult {
     let mut seen = BTreeSet::new();
     let nodes: Vec<&Node> = nodes
         .iter()
@@ -355,6 +369,25 @@ pub fn evaluate(
         ));
         return res;
     }
+    if let Some((plugin, msg)) = volumes::prefilter(storage, &incoming) {
+        for n in &nodes {
+            res.unschedulable.insert(
+                node_name(n).to_owned(),
+                failure(plugin, Code::UnschedulableAndUnresolvable, vec![msg.clone()]),
+            );
+        }
+        res.summary = Some(prefilter_summary(nodes.len(), &msg));
+        return res;
+    }
+    let scheduled: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| nodes.iter().any(|x| node_name(x) == n))
+        })
+        .collect();
     let spread = match &compiled.spread {
         Ok(c) => c.clone(),
         Err(e) => {
@@ -455,7 +488,9 @@ pub fn evaluate(
             .iter()
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
             .collect();
-        if let Some(f) = node_level_failure(&incoming, n, &on_node) {
+        if let Some(f) = node_level_failure(&incoming, n, &on_node)
+            .or_else(|| volumes::node_failure(storage, &incoming, n, &on_node, &scheduled))
+        {
             res.unschedulable.insert(name, f);
             continue;
         }
