@@ -70,9 +70,8 @@ pub fn diagnose(
         Some(AllNodes::Plugin(plugin, m)) => {
             d.plugin = Some(*plugin);
             d.message = Some(m.clone());
-            d.explanation = format!(
-                "{plugin:?} rejects the pod on every node before filtering: {m}"
-            );
+            d.explanation =
+                format!("{plugin:?} rejects the pod on every node before filtering: {m}");
             return Some(d);
         }
         Some(AllNodes::Message(m)) => {

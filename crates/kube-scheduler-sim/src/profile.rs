@@ -7,8 +7,8 @@
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
-use crate::plugins::pod_topology_spread::{spread_filter, spread_prefilter};
 use crate::plugins::node_volume_limits::NewVolumes;
+use crate::plugins::pod_topology_spread::{spread_filter, spread_prefilter};
 use crate::plugins::volume_zone::PvTopology;
 use crate::plugins::{
     node_name, node_ports, node_resources_fit, node_unschedulable, node_volume_limits,
@@ -91,8 +91,12 @@ pub(crate) fn volume_filters(
         return Some(Rejection::Fixed(reason));
     }
     if let Some(new) = &pre.limits
-        && node_volume_limits::exceeded(new, &entry.volumes, state.storage.csi_limits.get(&entry.name))
-            .is_some()
+        && node_volume_limits::exceeded(
+            new,
+            &entry.volumes,
+            state.storage.csi_limits.get(&entry.name),
+        )
+        .is_some()
     {
         return Some(Rejection::Fixed(Reason::MaxVolumeCount));
     }

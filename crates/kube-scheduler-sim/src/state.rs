@@ -483,7 +483,8 @@ impl ClusterState {
     /// Replace the storage objects the volume filters read (C.40–C.43).
     /// The volumes of pods already placed are counted again against them.
     pub fn set_storage(&mut self, objects: &StorageObjects) {
-        let placed: Vec<(u32, Arc<PodInfo>, u32, Vec<(String, String)>)> = self
+        type Placed = (u32, Arc<PodInfo>, u32, Vec<(String, String)>);
+        let placed: Vec<Placed> = self
             .pods
             .iter()
             .enumerate()

@@ -54,7 +54,11 @@ impl Storage {
     pub(crate) fn new(objects: &StorageObjects) -> Self {
         let mut s = Storage::default();
         for c in &objects.claims {
-            let ns = c.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let ns = c
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
             let name = c.metadata.name.clone().unwrap_or_default();
             s.claims.entry((ns, name)).or_insert_with(|| c.clone());
         }

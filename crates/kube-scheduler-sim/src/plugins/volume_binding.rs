@@ -19,7 +19,7 @@
 //!   affinity conflict`;
 //! - delayed claims: a claim whose `volume.kubernetes.io/selected-node`
 //!   names another node, or that neither an available PV (see
-//!   [`find_matching_volume`]) nor dynamic provisioning (a provisioner other
+//!   `find_matching_volume`) nor dynamic provisioning (a provisioner other
 //!   than `kubernetes.io/no-provisioner` whose `allowedTopologies` match the
 //!   node) can satisfy, gives `node(s) didn't find available persistent
 //!   volumes to bind`.
@@ -44,7 +44,8 @@ pub const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
 /// `ErrReasonBindConflict`.
 pub const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// `ErrReasonPVNotExist`.
-pub const PV_NOT_EXIST: &str = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+pub const PV_NOT_EXIST: &str =
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
 /// PreFilter's reason when an immediate claim is unbound.
 pub const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 
@@ -80,7 +81,10 @@ pub(crate) fn prefilter(storage: &Storage, pod: &PodInfo) -> Result<Option<Pre>,
             ));
         }
         if claim.metadata.deletion_timestamp.is_some() {
-            return Err(format!("persistentvolumeclaim {:?} is being deleted", c.claim));
+            return Err(format!(
+                "persistentvolumeclaim {:?} is being deleted",
+                c.claim
+            ));
         }
         if c.ephemeral
             && let Some(uid) = &pod.volumes.uid
@@ -175,7 +179,10 @@ pub(crate) fn find(
             Some(_) => {}
         }
     }
-    (bound_problem, find_delayed(storage, pod, pre, node_name, labels))
+    (
+        bound_problem,
+        find_delayed(storage, pod, pre, node_name, labels),
+    )
 }
 
 fn find_delayed(

@@ -18,7 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::pod_info::PodInfo;
-use crate::volumes::{Storage, claim_class, claim_volume_name, class_waits_for_consumer, label_zones_to_set};
+use crate::volumes::{
+    Storage, claim_class, claim_volume_name, class_waits_for_consumer, label_zones_to_set,
+};
 
 /// kube-scheduler's reason (`ErrReasonConflict`).
 pub const REASON: &str = "node(s) had no available volume zone";
@@ -49,7 +51,10 @@ fn to_ga(key: &str) -> &str {
 }
 
 /// PreFilter: `Err` with kube-scheduler's message, `Ok(None)` when skipped.
-pub(crate) fn prefilter(storage: &Storage, pod: &PodInfo) -> Result<Option<Vec<PvTopology>>, String> {
+pub(crate) fn prefilter(
+    storage: &Storage,
+    pod: &PodInfo,
+) -> Result<Option<Vec<PvTopology>>, String> {
     let mut out = Vec::new();
     for c in pod.volumes.claims.iter().filter(|c| !c.ephemeral) {
         if c.claim.is_empty() {
@@ -108,7 +113,10 @@ pub(crate) fn filter<'a>(
 }
 
 /// The node's value for a PV label, as the filter reads it.
-pub(crate) fn node_value<'a>(t: &PvTopology, labels: &'a BTreeMap<String, String>) -> Option<(&'a str, &'a str)> {
+pub(crate) fn node_value<'a>(
+    t: &PvTopology,
+    labels: &'a BTreeMap<String, String>,
+) -> Option<(&'a str, &'a str)> {
     labels
         .get_key_value(t.key)
         .or_else(|| labels.get_key_value(to_ga(t.key)))

@@ -296,7 +296,14 @@ pub fn evaluate(
     incoming: &Pod,
     opts: &Options,
 ) -> ScheduleResult {
-    evaluate_with_storage(nodes, namespaces, pods, &StorageObjects::default(), incoming, opts)
+    evaluate_with_storage(
+        nodes,
+        namespaces,
+        pods,
+        &StorageObjects::default(),
+        incoming,
+        opts,
+    )
 }
 
 /// [`evaluate`] with claims, volumes, classes and CSINodes (C.40–C.43).
@@ -373,7 +380,11 @@ pub fn evaluate_with_storage(
         for n in &nodes {
             res.unschedulable.insert(
                 node_name(n).to_owned(),
-                failure(plugin, Code::UnschedulableAndUnresolvable, vec![msg.clone()]),
+                failure(
+                    plugin,
+                    Code::UnschedulableAndUnresolvable,
+                    vec![msg.clone()],
+                ),
             );
         }
         res.summary = Some(prefilter_summary(nodes.len(), &msg));

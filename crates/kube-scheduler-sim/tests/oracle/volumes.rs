@@ -11,11 +11,17 @@ use kube_scheduler_sim::{Code, Failure, Plugin, PodSelector, StorageObjects};
 type Labels = BTreeMap<String, String>;
 
 fn ns(p: &Pod) -> String {
-    p.metadata.namespace.clone().unwrap_or_else(|| "default".into())
+    p.metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into())
 }
 
 fn volumes(p: &Pod) -> Vec<Volume> {
-    p.spec.as_ref().and_then(|s| s.volumes.clone()).unwrap_or_default()
+    p.spec
+        .as_ref()
+        .and_then(|s| s.volumes.clone())
+        .unwrap_or_default()
 }
 
 /// (claim name, ephemeral) of each claim volume, in order.
@@ -35,17 +41,25 @@ fn claim_names(p: &Pod) -> Vec<(String, bool)> {
         .collect()
 }
 
-fn find_claim<'a>(s: &'a StorageObjects, ns: &str, name: &str) -> Option<&'a PersistentVolumeClaim> {
+fn find_claim<'a>(
+    s: &'a StorageObjects,
+    ns: &str,
+    name: &str,
+) -> Option<&'a PersistentVolumeClaim> {
     s.claims.iter().find(|c| {
         c.metadata.namespace.as_deref().unwrap_or("default") == ns
             && c.metadata.name.as_deref() == Some(name)
     })
 }
 fn find_pv<'a>(s: &'a StorageObjects, name: &str) -> Option<&'a PersistentVolume> {
-    s.volumes.iter().find(|v| v.metadata.name.as_deref() == Some(name))
+    s.volumes
+        .iter()
+        .find(|v| v.metadata.name.as_deref() == Some(name))
 }
 fn find_class<'a>(s: &'a StorageObjects, name: &str) -> Option<&'a StorageClass> {
-    s.classes.iter().find(|c| c.metadata.name.as_deref() == Some(name))
+    s.classes
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
 }
 fn class_of(c: &PersistentVolumeClaim) -> String {
     c.metadata
@@ -56,10 +70,14 @@ fn class_of(c: &PersistentVolumeClaim) -> String {
         .unwrap_or_default()
 }
 fn pv_name(c: &PersistentVolumeClaim) -> String {
-    c.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default()
+    c.spec
+        .as_ref()
+        .and_then(|s| s.volume_name.clone())
+        .unwrap_or_default()
 }
 fn wffc(s: &StorageObjects, class: &str) -> bool {
-    find_class(s, class).is_some_and(|c| c.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer"))
+    find_class(s, class)
+        .is_some_and(|c| c.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer"))
 }
 fn bound(c: &PersistentVolumeClaim) -> bool {
     let annotated = c
@@ -96,7 +114,10 @@ pub fn prefilter(s: &StorageObjects, pod: &Pod) -> Option<(Plugin, String)> {
     // VolumeRestrictions.
     for (name, eph) in &claims {
         if !eph && find_claim(s, &pns, name).is_none() {
-            return Some((Plugin::VolumeRestrictions, format!("persistentvolumeclaim \"{name}\" not found")));
+            return Some((
+                Plugin::VolumeRestrictions,
+                format!("persistentvolumeclaim \"{name}\" not found"),
+            ));
         }
     }
     // VolumeBinding.
@@ -105,21 +126,27 @@ pub fn prefilter(s: &StorageObjects, pod: &Pod) -> Option<(Plugin, String)> {
         let Some(c) = find_claim(s, &pns, name) else {
             return Some((
                 Plugin::VolumeBinding,
-                format!("waiting for ephemeral volume controller to create the persistentvolumeclaim \"{name}\""),
+                format!(
+                    "waiting for ephemeral volume controller to create the persistentvolumeclaim \"{name}\""
+                ),
             ));
         };
         if c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Lost") {
             return Some((
                 Plugin::VolumeBinding,
-                format!("persistentvolumeclaim \"{name}\" bound to non-existent persistentvolume \"{}\"", pv_name(c)),
+                format!(
+                    "persistentvolumeclaim \"{name}\" bound to non-existent persistentvolume \"{}\"",
+                    pv_name(c)
+                ),
             ));
         }
         if c.metadata.deletion_timestamp.is_some() {
-            return Some((Plugin::VolumeBinding, format!("persistentvolumeclaim \"{name}\" is being deleted")));
+            return Some((
+                Plugin::VolumeBinding,
+                format!("persistentvolumeclaim \"{name}\" is being deleted"),
+            ));
         }
-        if *eph
-            && let Some(uid) = pod.metadata.uid.as_deref().filter(|u| !u.is_empty())
-        {
+        if *eph && let Some(uid) = pod.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
             let owned = c
                 .metadata
                 .owner_references
@@ -131,29 +158,40 @@ pub fn prefilter(s: &StorageObjects, pod: &Pod) -> Option<(Plugin, String)> {
                 let pod_name = pod.metadata.name.clone().unwrap_or_default();
                 return Some((
                     Plugin::VolumeBinding,
-                    format!("PVC {pns}/{name} was not created for pod {pns}/{pod_name} (pod is not owner)"),
+                    format!(
+                        "PVC {pns}/{name} was not created for pod {pns}/{pod_name} (pod is not owner)"
+                    ),
                 ));
             }
         }
-        if !bound(c) && !(pv_name(c).is_empty() && wffc(s, &class_of(c))) {
+        let delayed = pv_name(c).is_empty() && wffc(s, &class_of(c));
+        if !bound(c) && !delayed {
             immediate = true;
         }
     }
     if immediate {
-        return Some((Plugin::VolumeBinding, "pod has unbound immediate PersistentVolumeClaims".into()));
+        return Some((
+            Plugin::VolumeBinding,
+            "pod has unbound immediate PersistentVolumeClaims".into(),
+        ));
     }
     // VolumeZone.
     for (name, eph) in &claims {
         if *eph {
             continue;
         }
-        let Some(c) = find_claim(s, &pns, name) else { continue };
+        let Some(c) = find_claim(s, &pns, name) else {
+            continue;
+        };
         let pv = pv_name(c);
         if pv.is_empty() {
             continue;
         }
         if find_pv(s, &pv).is_none() {
-            return Some((Plugin::VolumeZone, format!("persistentvolume \"{pv}\" not found")));
+            return Some((
+                Plugin::VolumeZone,
+                format!("persistentvolume \"{pv}\" not found"),
+            ));
         }
     }
     None
@@ -209,28 +247,43 @@ fn csi_volumes(s: &StorageObjects, p: &Pod) -> BTreeMap<String, String> {
     let pns = ns(p);
     let mut out = BTreeMap::new();
     for (name, _) in claim_names(p) {
-        let Some(c) = find_claim(s, &pns, &name) else { continue };
+        let Some(c) = find_claim(s, &pns, &name) else {
+            continue;
+        };
         let pv = pv_name(c);
         if let Some(v) = (!pv.is_empty()).then(|| find_pv(s, &pv)).flatten() {
             if let Some(csi) = v.spec.as_ref().and_then(|s| s.csi.as_ref())
                 && !csi.driver.is_empty()
                 && !csi.volume_handle.is_empty()
             {
-                out.insert(format!("{}/{}", csi.driver, csi.volume_handle), csi.driver.clone());
+                out.insert(
+                    format!("{}/{}", csi.driver, csi.volume_handle),
+                    csi.driver.clone(),
+                );
             }
             continue;
         }
-        let Some(class) = find_class(s, &class_of(c)) else { continue };
+        let Some(class) = find_class(s, &class_of(c)) else {
+            continue;
+        };
         if class.provisioner.is_empty() || class.provisioner.starts_with("kubernetes.io/") {
             continue;
         }
-        out.insert(format!("{}/unbound-claim-{pns}/{name}", class.provisioner), class.provisioner.clone());
+        out.insert(
+            format!("{}/unbound-claim-{pns}/{name}", class.provisioner),
+            class.provisioner.clone(),
+        );
     }
     out
 }
 
 fn pv_affinity_ok(pv: &PersistentVolume, labels: &Labels) -> bool {
-    match pv.spec.as_ref().and_then(|s| s.node_affinity.as_ref()).and_then(|a| a.required.as_ref()) {
+    match pv
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_affinity.as_ref())
+        .and_then(|a| a.required.as_ref())
+    {
         None => true,
         Some(sel) => sel
             .node_selector_terms
@@ -240,7 +293,8 @@ fn pv_affinity_ok(pv: &PersistentVolume, labels: &Labels) -> bool {
 }
 
 fn qty(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> i128 {
-    q.and_then(|q| kube_validation::Quantity::parse(&q.0).ok()).map_or(0, |q| q.nanos())
+    q.and_then(|q| kube_validation::Quantity::parse(&q.0).ok())
+        .map_or(0, |q| q.nanos())
 }
 
 /// A matching available PV name for a delayed claim on a node.
@@ -251,11 +305,22 @@ fn matching_pv(
     taken: &BTreeSet<String>,
 ) -> Option<String> {
     let class = class_of(c);
-    let cns = c.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let cns = c
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let cname = c.metadata.name.clone().unwrap_or_default();
     let spec = c.spec.clone().unwrap_or_default();
-    let want = qty(spec.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage")));
-    let mode = spec.volume_mode.clone().unwrap_or_else(|| "Filesystem".into());
+    let want = qty(spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage")));
+    let mode = spec
+        .volume_mode
+        .clone()
+        .unwrap_or_else(|| "Filesystem".into());
     let selector = match &spec.selector {
         None => None,
         Some(sel) => Some(PodSelector::compile(Some(sel)).ok()?),
@@ -274,11 +339,17 @@ fn matching_pv(
         let prebound = vs.claim_ref.as_ref().map(|r| {
             r.name.as_deref() == Some(cname.as_str())
                 && r.namespace.clone().unwrap_or_else(|| "default".into()) == cns
-                && r.uid.as_deref().is_none_or(|u| u.is_empty() || Some(u) == c.metadata.uid.as_deref())
+                && r.uid
+                    .as_deref()
+                    .is_none_or(|u| u.is_empty() || Some(u) == c.metadata.uid.as_deref())
         });
         if prebound == Some(false)
             || cap < want
-            || vs.volume_mode.clone().unwrap_or_else(|| "Filesystem".into()) != mode
+            || vs
+                .volume_mode
+                .clone()
+                .unwrap_or_else(|| "Filesystem".into())
+                != mode
             || v.metadata.deletion_timestamp.is_some()
         {
             continue;
@@ -292,8 +363,18 @@ fn matching_pv(
             .as_ref()
             .is_none_or(|sel| sel.matches(&v.metadata.labels.clone().unwrap_or_default()));
         let modes = vs.access_modes.clone().unwrap_or_default();
-        let modes_ok = spec.access_modes.clone().unwrap_or_default().iter().all(|m| modes.contains(m));
-        if free && sel_ok && pv_affinity_ok(v, labels) && modes_ok && best.as_ref().is_none_or(|(b, _)| cap < *b) {
+        let modes_ok = spec
+            .access_modes
+            .clone()
+            .unwrap_or_default()
+            .iter()
+            .all(|m| modes.contains(m));
+        if free
+            && sel_ok
+            && pv_affinity_ok(v, labels)
+            && modes_ok
+            && best.as_ref().is_none_or(|(b, _)| cap < *b)
+        {
             best = Some((cap, name));
         }
     }
@@ -301,7 +382,9 @@ fn matching_pv(
 }
 
 fn can_provision(s: &StorageObjects, class: &str, labels: &Labels) -> bool {
-    let Some(c) = find_class(s, class) else { return false };
+    let Some(c) = find_class(s, class) else {
+        return false;
+    };
     if c.provisioner.is_empty() || c.provisioner == "kubernetes.io/no-provisioner" {
         return false;
     }
@@ -342,14 +425,22 @@ pub fn node_failure(
     let claims = claim_names(pod);
     // VolumeRestrictions.
     let mine = disks(pod);
-    if mine.iter().any(|d| on_node.iter().any(|p| disks(p).iter().any(|e| clash(d, e)))) {
-        return Some(unschedulable(Plugin::VolumeRestrictions, "node(s) had no available disk"));
+    if mine
+        .iter()
+        .any(|d| on_node.iter().any(|p| disks(p).iter().any(|e| clash(d, e))))
+    {
+        return Some(unschedulable(
+            Plugin::VolumeRestrictions,
+            "node(s) had no available disk",
+        ));
     }
     let rwop_in_use = claims.iter().filter(|(_, e)| !e).any(|(c, _)| {
         let rwop = find_claim(s, &pns, c)
             .and_then(|c| c.spec.as_ref()?.access_modes.clone())
             .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"));
-        rwop && scheduled.iter().any(|p| ns(p) == pns && claim_names(p).iter().any(|(n, _)| n == c))
+        rwop && scheduled
+            .iter()
+            .any(|p| ns(p) == pns && claim_names(p).iter().any(|(n, _)| n == c))
     });
     if rwop_in_use {
         return Some(unschedulable(
@@ -359,7 +450,10 @@ pub fn node_failure(
     }
     // NodeVolumeLimits.
     if !claims.is_empty()
-        && let Some(csi) = s.csi_nodes.iter().find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+        && let Some(csi) = s
+            .csi_nodes
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
     {
         let mut attached = BTreeMap::new();
         for p in on_node {
@@ -367,11 +461,19 @@ pub fn node_failure(
         }
         let new = csi_volumes(s, pod);
         for d in &csi.spec.drivers {
-            let Some(limit) = d.allocatable.as_ref().and_then(|a| a.count) else { continue };
-            let new_count = new.iter().filter(|(u, dr)| **dr == d.name && !attached.contains_key(*u)).count();
+            let Some(limit) = d.allocatable.as_ref().and_then(|a| a.count) else {
+                continue;
+            };
+            let new_count = new
+                .iter()
+                .filter(|(u, dr)| **dr == d.name && !attached.contains_key(*u))
+                .count();
             let used = attached.values().filter(|dr| **dr == d.name).count();
             if new_count > 0 && (used + new_count) as i64 > i64::from(limit) {
-                return Some(unschedulable(Plugin::NodeVolumeLimits, "node(s) exceed max volume count"));
+                return Some(unschedulable(
+                    Plugin::NodeVolumeLimits,
+                    "node(s) exceed max volume count",
+                ));
             }
         }
     }
@@ -380,7 +482,9 @@ pub fn node_failure(
     let mut pv_missing = false;
     let mut delayed = Vec::new();
     for (cname, _) in &claims {
-        let Some(c) = find_claim(s, &pns, cname) else { continue };
+        let Some(c) = find_claim(s, &pns, cname) else {
+            continue;
+        };
         if bound(c) {
             if node_conflict || pv_missing {
                 continue;
@@ -415,7 +519,12 @@ pub fn node_failure(
             })
             .collect();
         to_match.sort_by_key(|c| {
-            qty(c.spec.as_ref().and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage")))
+            qty(c
+                .spec
+                .as_ref()
+                .and_then(|s| s.resources.as_ref())
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get("storage")))
         });
         let mut taken = BTreeSet::new();
         let mut provision: Vec<&PersistentVolumeClaim> = delayed
@@ -431,7 +540,9 @@ pub fn node_failure(
                 None => provision.push(c),
             }
         }
-        provision.iter().any(|c| !can_provision(s, &class_of(c), &labels))
+        provision
+            .iter()
+            .any(|c| !can_provision(s, &class_of(c), &labels))
     };
     let mut reasons = Vec::new();
     if node_conflict {
@@ -441,7 +552,9 @@ pub fn node_failure(
         reasons.push("node(s) didn't find available persistent volumes to bind".to_owned());
     }
     if pv_missing {
-        reasons.push("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".to_owned());
+        reasons.push(
+            "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)".to_owned(),
+        );
     }
     if !reasons.is_empty() {
         return Some(unresolvable(Plugin::VolumeBinding, reasons));
@@ -454,19 +567,31 @@ pub fn node_failure(
         if *eph {
             continue;
         }
-        let Some(c) = find_claim(s, &pns, cname) else { continue };
-        let Some(v) = find_pv(s, &pv_name(c)) else { continue };
+        let Some(c) = find_claim(s, &pns, cname) else {
+            continue;
+        };
+        let Some(v) = find_pv(s, &pv_name(c)) else {
+            continue;
+        };
         let pv_labels = v.metadata.labels.clone().unwrap_or_default();
         for key in ZONE_KEYS {
-            let Some(value) = pv_labels.get(key) else { continue };
+            let Some(value) = pv_labels.get(key) else {
+                continue;
+            };
             let zones: Vec<&str> = value.split("__").map(str::trim).collect();
             if zones.iter().any(|z| z.is_empty()) {
                 continue;
             }
-            let ga = key.replace("failure-domain.beta.kubernetes.io", "topology.kubernetes.io");
+            let ga = key.replace(
+                "failure-domain.beta.kubernetes.io",
+                "topology.kubernetes.io",
+            );
             let node_value = labels.get(key).or_else(|| labels.get(&ga));
             if !node_value.is_some_and(|nv| zones.contains(&nv.as_str())) {
-                return Some(unresolvable(Plugin::VolumeZone, vec!["node(s) had no available volume zone".into()]));
+                return Some(unresolvable(
+                    Plugin::VolumeZone,
+                    vec!["node(s) had no available volume zone".into()],
+                ));
             }
         }
     }
