@@ -1,9 +1,11 @@
 //! `schedule --pod NAMESPACE/NAME [...]` and `schedule --all`: kube-scheduler's
-//! filters and scores over the Nodes, Namespaces and Pods of the input.
+//! filters and scores over the Nodes, Namespaces and Pods of the input, with
+//! the PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
+//! the volume filters read.
 //!
 //! Per node, `unschedulable` gives the first rejecting filter's reason in the
 //! default profile's order (cordon, node name, taints, node affinity, host
-//! ports, resources, topology spread, pod (anti-)affinity); when no node is
+//! ports, resources, volumes, topology spread, pod (anti-)affinity); when no node is
 //! feasible, `summary` is kube-scheduler's FitError line (`0/3 nodes are
 //! available: 1 Insufficient cpu, ...`), also printed under the table's
 //! heading.
@@ -14,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube_scheduler_sim::{self as scheduler, Options, ScheduleResult, schedule};
+use kube_scheduler_sim::{self as scheduler, Options, ScheduleResult, StorageObjects};
 use serde_json::{Value, json};
 
 use crate::cli::ObjectRef;
@@ -30,6 +32,8 @@ pub struct Cluster {
     pub namespaces: Vec<Namespace>,
     /// Pods that are not terminated, by `namespace/name`.
     pub pods: Vec<Pod>,
+    /// Claims, volumes, storage classes and CSINodes (the volume filters).
+    pub storage: StorageObjects,
 }
 
 impl Cluster {
@@ -49,8 +53,18 @@ impl Cluster {
                 .filter(|pod| !is_terminated(pod))
                 .cloned()
                 .collect(),
+            storage: StorageObjects {
+                claims: objects(&inventory.persistent_volume_claims),
+                volumes: objects(&inventory.persistent_volumes),
+                classes: objects(&inventory.storage_classes),
+                csi_nodes: objects(&inventory.csi_nodes),
+            },
         }
     }
+}
+
+fn objects<T: Clone>(objects: &crate::manifest::Objects<T>) -> Vec<T> {
+    objects.values().map(|l| l.object.clone()).collect()
 }
 
 fn is_terminated(pod: &Pod) -> bool {
@@ -82,10 +96,11 @@ pub fn evaluate(
 ) -> Result<ScheduleResult, CommandError> {
     require_pod(inventory, pod)?;
     let cluster = Cluster::from_inventory(inventory);
-    let result = schedule(
+    let result = scheduler::schedule_with_storage(
         &cluster.nodes,
         &cluster.namespaces,
         &cluster.pods,
+        &cluster.storage,
         &pod.namespace,
         &pod.name,
         options,
@@ -167,11 +182,14 @@ pub fn run_one(
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let batch =
-        scheduler::schedule_all(&cluster.nodes, &cluster.namespaces, &cluster.pods, options)
-            .map_err(|error| {
-                CommandError::Input(format!("cannot place the pending pods: {error}"))
-            })?;
+    let batch = scheduler::schedule_all_with_storage(
+        &cluster.nodes,
+        &cluster.namespaces,
+        &cluster.pods,
+        &cluster.storage,
+        options,
+    )
+    .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()
