@@ -256,7 +256,7 @@ pub fn schedule(
 }
 
 /// [`schedule`] with the cluster's claims, volumes, storage classes and
-/// CSINodes, which the volume filters read (C.40–C.43).
+/// CSINodes, which the volume filters read (C.50–C.53).
 pub fn schedule_with_storage(
     nodes: &[Node],
     namespaces: &[Namespace],

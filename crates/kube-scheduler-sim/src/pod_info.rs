@@ -129,7 +129,7 @@ pub struct PodInfo {
     pub(crate) requests: Result<Resources, QuantityProblem>,
     /// Host ports (NodePorts).
     pub(crate) host_ports: Vec<HostPort>,
-    /// Claims and inline disks (the volume filters, C.40–C.43).
+    /// Claims and inline disks (the volume filters, C.50–C.53).
     pub(crate) volumes: crate::volumes::PodVolumes,
 }
 

@@ -121,19 +121,19 @@ pub enum Reason {
     AntiAffinityRules,
     /// C.14.
     ExistingAntiAffinityRules,
-    /// C.40: an inline disk conflicts with one on the node.
+    /// C.50: an inline disk conflicts with one on the node.
     DiskConflict,
-    /// C.40: a ReadWriteOncePod claim is in use.
+    /// C.50: a ReadWriteOncePod claim is in use.
     ReadWriteOncePodConflict,
-    /// C.41: a CSI driver's attach limit would be exceeded.
+    /// C.51: a CSI driver's attach limit would be exceeded.
     MaxVolumeCount,
-    /// C.42: a bound PV's node affinity does not match.
+    /// C.52: a bound PV's node affinity does not match.
     VolumeNodeAffinityConflict,
-    /// C.42: a delayed claim finds no volume and cannot be provisioned.
+    /// C.52: a delayed claim finds no volume and cannot be provisioned.
     VolumeBindConflict,
-    /// C.42: a bound claim's PV does not exist.
+    /// C.52: a bound claim's PV does not exist.
     VolumePvNotExist,
-    /// C.43: a bound PV's zone or region does not match.
+    /// C.53: a bound PV's zone or region does not match.
     VolumeZoneConflict,
 }
 
@@ -222,7 +222,7 @@ pub(crate) enum Rejection {
     Taint(k8s_openapi::api::core::v1::Taint),
     /// NodeResourcesFit: every insufficient resource, in upstream's order.
     Resources(Vec<crate::plugins::node_resources_fit::Insufficient>),
-    /// VolumeBinding: every reason, in upstream's order (C.42).
+    /// VolumeBinding: every reason, in upstream's order (C.52).
     Volumes(Vec<Reason>),
 }
 

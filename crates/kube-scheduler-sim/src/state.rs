@@ -159,7 +159,7 @@ pub struct ClusterState {
     pub(crate) groups: [Vec<TermGroup>; 4],
     group_by_key: HashMap<(TermKind, i64, String), u32>,
     merge_match_label_keys: bool,
-    /// Claims, volumes, classes and CSINodes (C.40–C.43).
+    /// Claims, volumes, classes and CSINodes (C.50–C.53).
     pub(crate) storage: Storage,
 }
 
@@ -480,7 +480,7 @@ impl ClusterState {
         Some(placed.info)
     }
 
-    /// Replace the storage objects the volume filters read (C.40–C.43).
+    /// Replace the storage objects the volume filters read (C.50–C.53).
     /// The volumes of pods already placed are counted again against them.
     pub fn set_storage(&mut self, objects: &StorageObjects) {
         type Placed = (u32, Arc<PodInfo>, u32, Vec<(String, String)>);
@@ -506,7 +506,7 @@ impl ClusterState {
         }
     }
 
-    /// The unique CSI volumes a pod attaches (NodeVolumeLimits, C.41).
+    /// The unique CSI volumes a pod attaches (NodeVolumeLimits, C.51).
     fn attachments_of(&self, info: &PodInfo) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = info
             .volumes

@@ -1,4 +1,4 @@
-//! The storage objects the volume filters read (C.40–C.44): claims,
+//! The storage objects the volume filters read (C.50–C.54): claims,
 //! volumes, storage classes and CSINodes, indexed once, and what a pod's
 //! `spec.volumes` asks of them.
 //!
@@ -152,7 +152,7 @@ pub fn claim_volume_name(claim: &PersistentVolumeClaim) -> &str {
 
 /// Whether a claim is fully bound: a volume name and the
 /// `pv.kubernetes.io/bind-completed` annotation, or (for hand-written
-/// manifests that lack the annotation) `status.phase: Bound` (C.42).
+/// manifests that lack the annotation) `status.phase: Bound` (C.52).
 pub fn claim_is_bound(claim: &PersistentVolumeClaim) -> bool {
     !claim_volume_name(claim).is_empty()
         && (claim
@@ -183,7 +183,7 @@ pub fn label_zones_to_set(value: &str) -> Option<BTreeSet<String>> {
     Some(out)
 }
 
-/// An inline volume VolumeRestrictions checks for conflicts (C.40).
+/// An inline volume VolumeRestrictions checks for conflicts (C.50).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum DiskVolume {
     /// GCE persistent disk.

@@ -1,4 +1,4 @@
-//! Property tests of the volume filters (C.40–C.44) on random clusters:
+//! Property tests of the volume filters (C.50–C.54) on random clusters:
 //! the indexed evaluator against the brute-force reference, AddPod/RemovePod,
 //! and one invariant of each filter over batch placement.
 
@@ -177,7 +177,7 @@ proptest! {
     }
 
     /// AddPod then RemovePod restores the claim users, disks and attached
-    /// volumes (C.44).
+    /// volumes (C.54).
     #[test]
     fn add_pod_then_remove_pod_restores_the_volume_counts(c in cluster(), node in 0..5usize) {
         let mut s = state(&c);

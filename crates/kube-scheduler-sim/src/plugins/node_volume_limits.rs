@@ -1,4 +1,4 @@
-//! NodeVolumeLimits (C.41, `pkg/scheduler/framework/plugins/nodevolumelimits`,
+//! NodeVolumeLimits (C.51, `pkg/scheduler/framework/plugins/nodevolumelimits`,
 //! the CSI limits): a node takes the pod only if, for every CSI driver, the
 //! unique volumes already attached there plus the pod's new ones stay
 //! within the driver's `allocatable.count` in the node's CSINode.

@@ -1,4 +1,4 @@
-//! VolumeBinding (C.42, `pkg/scheduler/framework/plugins/volumebinding`),
+//! VolumeBinding (C.52, `pkg/scheduler/framework/plugins/volumebinding`),
 //! PreFilter and Filter.
 //!
 //! PreFilter, over the pod's `persistentVolumeClaim` and `ephemeral`
@@ -300,7 +300,7 @@ fn capacity(pv: &PersistentVolume) -> Option<i128> {
     Quantity::parse(&q.0).ok().map(Quantity::nanos)
 }
 
-/// `FindMatchingVolume`, simplified (C.42): among the PVs of the claim's
+/// `FindMatchingVolume`, simplified (C.52): among the PVs of the claim's
 /// class not chosen yet, not being deleted, with enough capacity, the same
 /// volume mode and a node affinity matching the node, a PV pre-bound to the
 /// claim (`claimRef`) wins; otherwise the smallest *available* one (phase

@@ -1,4 +1,4 @@
-//! VolumeRestrictions (C.40, `pkg/scheduler/framework/plugins/volumerestrictions`).
+//! VolumeRestrictions (C.50, `pkg/scheduler/framework/plugins/volumerestrictions`).
 //!
 //! PreFilter reads every `persistentVolumeClaim` volume's claim: a missing
 //! claim rejects the pod on every node (`persistentvolumeclaim "x" not

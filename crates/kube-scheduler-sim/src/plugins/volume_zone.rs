@@ -1,4 +1,4 @@
-//! VolumeZone (C.43, `pkg/scheduler/framework/plugins/volumezone`).
+//! VolumeZone (C.53, `pkg/scheduler/framework/plugins/volumezone`).
 //!
 //! PreFilter reads the PV bound to each `persistentVolumeClaim` volume (an
 //! unbound `WaitForFirstConsumer` claim is skipped) and keeps its zone and

@@ -306,7 +306,7 @@ pub fn evaluate(
     )
 }
 
-/// [`evaluate`] with claims, volumes, classes and CSINodes (C.40–C.43).
+/// [`evaluate`] with claims, volumes, classes and CSINodes (C.50–C.53).
 pub fn evaluate_with_storage(
     nodes: &[Node],
     namespaces: &[Namespace],

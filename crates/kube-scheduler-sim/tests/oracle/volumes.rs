@@ -1,4 +1,4 @@
-//! Brute-force volume filters (C.40–C.43), written again from the rules:
+//! Brute-force volume filters (C.50–C.53), written again from the rules:
 //! every check reads the raw objects and walks every pod, with no counts
 //! kept between pods.
 
