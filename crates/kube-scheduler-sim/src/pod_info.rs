@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAf
 use kube_validation::ParseError;
 
 use crate::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
-use crate::plugins::node_ports::{HostPort, host_ports};
 use crate::plugins::image_locality::pod_images;
+use crate::plugins::node_ports::{HostPort, host_ports};
 use crate::resources::{QuantityProblem, Resources, pod_non_zero_requests, pod_requests};
 use crate::selector::PodSelector;
 

@@ -3,16 +3,16 @@
 //! PodTopologySpread, InterPodAffinity, in that order, C.31) and its scores
 //! with their weights (C.21) of one pod over a [`ClusterState`].
 
+use crate::plugins::helper::default_normalize;
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
 use crate::plugins::pod_topology_spread::{
     spread_filter, spread_prefilter, spread_score, system_default_constraints,
 };
-use crate::plugins::helper::default_normalize;
 use crate::plugins::{
-    image_locality, node_name, node_ports, node_resources_balanced_allocation,
-    node_resources_fit, node_unschedulable, taint_toleration,
+    image_locality, node_name, node_ports, node_resources_balanced_allocation, node_resources_fit,
+    node_unschedulable, taint_toleration,
 };
 use crate::pod_info::PodInfo;
 use crate::result::{Options, Plugin, Reason, Rejection, SCORE_WEIGHTS};
@@ -159,7 +159,10 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
     };
     let scored = std::mem::take(&mut out.scored);
     let per_node = |f: &dyn Fn(&NodeEntry) -> i64| -> Vec<i64> {
-        scored.iter().map(|i| f(&state.nodes[*i as usize])).collect()
+        scored
+            .iter()
+            .map(|i| f(&state.nodes[*i as usize]))
+            .collect()
     };
     for (plugin, weight) in SCORE_WEIGHTS {
         let result = match plugin {

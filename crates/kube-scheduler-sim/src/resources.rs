@@ -194,10 +194,13 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// `applyNonMissing`: a container without a `cpu` (`memory`) request key
 /// counts the default; an explicit zero stays zero.
 fn apply_non_missing(list: &mut List) {
-    list.entry(CPU.to_owned())
-        .or_insert(Quantity::from_nanos(i128::from(DEFAULT_MILLI_CPU_REQUEST) * 1_000_000));
+    list.entry(CPU.to_owned()).or_insert(Quantity::from_nanos(
+        i128::from(DEFAULT_MILLI_CPU_REQUEST) * 1_000_000,
+    ));
     list.entry(MEMORY.to_owned())
-        .or_insert(Quantity::from_nanos(i128::from(DEFAULT_MEMORY_REQUEST) * 1_000_000_000));
+        .or_insert(Quantity::from_nanos(
+            i128::from(DEFAULT_MEMORY_REQUEST) * 1_000_000_000,
+        ));
 }
 
 /// [`pod_request_list`], with `non_missing` the scoring variant

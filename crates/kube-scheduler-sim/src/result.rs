@@ -300,9 +300,7 @@ impl Scores {
             Plugin::TaintToleration => &mut self.taint_toleration,
             Plugin::NodeAffinity => &mut self.node_affinity,
             Plugin::NodeResourcesFit => &mut self.node_resources_fit,
-            Plugin::NodeResourcesBalancedAllocation => {
-                &mut self.node_resources_balanced_allocation
-            }
+            Plugin::NodeResourcesBalancedAllocation => &mut self.node_resources_balanced_allocation,
             Plugin::PodTopologySpread => &mut self.pod_topology_spread,
             Plugin::InterPodAffinity => &mut self.inter_pod_affinity,
             Plugin::ImageLocality => &mut self.image_locality,

@@ -43,7 +43,9 @@ pub(crate) struct WorkloadIndex {
 
 fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
     (
-        meta.namespace.clone().unwrap_or_else(|| "default".to_owned()),
+        meta.namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned()),
         meta.name.clone().unwrap_or_default(),
     )
 }
@@ -86,7 +88,12 @@ impl WorkloadIndex {
     /// the pod's namespace. `None` when the result has no requirement.
     pub(crate) fn default_selector(&self, pod: &PodInfo) -> Option<PodSelector> {
         let mut labels = Labels::new();
-        for sel in self.services.get(&pod.namespace).into_iter().flat_map(|m| m.values()) {
+        for sel in self
+            .services
+            .get(&pod.namespace)
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
             if sel.iter().all(|(k, v)| pod.labels.get(k) == Some(v)) {
                 labels.extend(sel.clone());
             }
@@ -106,7 +113,10 @@ impl WorkloadIndex {
                 _ => None,
             };
             if let Some(Some(sel)) = owner_selector
-                && matches!(PodSelector::compile(Some(sel)), Ok(PodSelector::Matching(_)))
+                && matches!(
+                    PodSelector::compile(Some(sel)),
+                    Ok(PodSelector::Matching(_))
+                )
             {
                 for (k, v) in sel.match_labels.iter().flatten() {
                     expressions.push(LabelSelectorRequirement {

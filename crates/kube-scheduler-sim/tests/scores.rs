@@ -59,8 +59,10 @@ fn pod_req(name: &str, node: Option<&str>, containers: &[(Option<&str>, Option<&
     if let Some(n) = node {
         spec["nodeName"] = json!(n);
     }
-    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}))
-        .unwrap()
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
+    )
+    .unwrap()
 }
 
 fn all_nodes() -> Options {
@@ -91,7 +93,13 @@ fn toleration(key: &str, value: &str, effect: &str) -> Value {
 }
 
 fn tolerating(tolerations: Vec<Value>) -> Pod {
-    pod("default", "p", &[], None, json!({"tolerations": tolerations}))
+    pod(
+        "default",
+        "p",
+        &[],
+        None,
+        json!({"tolerations": tolerations}),
+    )
 }
 
 fn tainted(name: &str, taints: Vec<Value>) -> Node {
@@ -102,7 +110,7 @@ fn tainted(name: &str, taints: Vec<Value>) -> Node {
 #[test]
 fn taint_toleration_score_table() {
     let pns = "PreferNoSchedule";
-    let rows: Vec<(&str, Pod, Vec<Node>, &[(&str, i64)])> = vec![
+    let rows: Vec<NodesRow> = vec![
         (
             "node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
             tolerating(vec![toleration("foo", "bar", pns)]),
@@ -123,7 +131,10 @@ fn taint_toleration_score_table() {
                 tainted("nodeB", vec![taint("cpu-type", "arm64", pns)]),
                 tainted(
                     "nodeC",
-                    vec![taint("cpu-type", "arm64", pns), taint("disk-type", "ssd", pns)],
+                    vec![
+                        taint("cpu-type", "arm64", pns),
+                        taint("disk-type", "ssd", pns),
+                    ],
                 ),
             ],
             &[("nodeA", 100), ("nodeB", 100), ("nodeC", 100)],
@@ -136,7 +147,10 @@ fn taint_toleration_score_table() {
                 tainted("nodeB", vec![taint("cpu-type", "arm64", pns)]),
                 tainted(
                     "nodeC",
-                    vec![taint("cpu-type", "arm64", pns), taint("disk-type", "ssd", pns)],
+                    vec![
+                        taint("cpu-type", "arm64", pns),
+                        taint("disk-type", "ssd", pns),
+                    ],
                 ),
             ],
             &[("nodeA", 100), ("nodeB", 50), ("nodeC", 0)],
@@ -152,7 +166,10 @@ fn taint_toleration_score_table() {
                 tainted("nodeB", vec![taint("cpu-type", "arm64", "NoSchedule")]),
                 tainted(
                     "nodeC",
-                    vec![taint("cpu-type", "arm64", pns), taint("disk-type", "ssd", pns)],
+                    vec![
+                        taint("cpu-type", "arm64", pns),
+                        taint("disk-type", "ssd", pns),
+                    ],
                 ),
             ],
             &[("nodeA", 100), ("nodeB", 100), ("nodeC", 0)],
@@ -170,7 +187,11 @@ fn taint_toleration_score_table() {
     for (name, p, nodes, want) in rows {
         // Scored over every node: the NoSchedule taint above would filter.
         let r = eval(&nodes, &[], &[], &p, &all_nodes());
-        assert_eq!(normalized(&r, Plugin::TaintToleration), expect(want), "{name}");
+        assert_eq!(
+            normalized(&r, Plugin::TaintToleration),
+            expect(want),
+            "{name}"
+        );
         assert!(!r.scores.taint_toleration.skipped, "{name}");
     }
 }
@@ -182,13 +203,29 @@ fn an_empty_effect_toleration_counts_and_weight_three_selects_the_untainted_node
         tainted("b", vec![]),
     ];
     let r = eval(&nodes, &[], &[], &tolerating(vec![]), &Options::default());
-    assert_eq!(raw(&r, Plugin::TaintToleration), expect(&[("a", 1), ("b", 0)]));
+    assert_eq!(
+        raw(&r, Plugin::TaintToleration),
+        expect(&[("a", 1), ("b", 0)])
+    );
     assert_eq!(r.selected.as_deref(), Some("b"));
     assert_eq!(r.totals["b"] - r.totals["a"], 3 * 100);
     let any_effect = json!({"key": "spot", "operator": "Exists"});
-    let r = eval(&nodes, &[], &[], &tolerating(vec![any_effect]), &Options::default());
-    assert_eq!(raw(&r, Plugin::TaintToleration), expect(&[("a", 0), ("b", 0)]));
-    assert_eq!(r.selected.as_deref(), Some("a"), "ties go to the first name");
+    let r = eval(
+        &nodes,
+        &[],
+        &[],
+        &tolerating(vec![any_effect]),
+        &Options::default(),
+    );
+    assert_eq!(
+        raw(&r, Plugin::TaintToleration),
+        expect(&[("a", 0), ("b", 0)])
+    );
+    assert_eq!(
+        r.selected.as_deref(),
+        Some("a"),
+        "ties go to the first name"
+    );
 }
 
 // TestLeastAllocatedScoringStrategy (noderesources/least_allocated_test.go),
@@ -197,8 +234,15 @@ fn an_empty_effect_toleration_counts_and_weight_three_selects_the_untainted_node
 #[test]
 fn least_allocated_table() {
     type Row<'a> = (&'a str, Pod, Vec<Node>, Vec<Pod>, &'a [(&'a str, i64)]);
-    let two = |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
-    let requested = || pod_req("p", None, &[(Some("1000"), Some("2000")), (Some("2000"), Some("3000"))]);
+    let two =
+        |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
+    let requested = || {
+        pod_req(
+            "p",
+            None,
+            &[(Some("1000"), Some("2000")), (Some("2000"), Some("3000"))],
+        )
+    };
     let rows: Vec<Row> = vec![
         (
             "nothing scheduled, nothing requested",
@@ -283,7 +327,11 @@ fn least_allocated_table() {
         let r = eval(&nodes, &[], &existing, &p, &all_nodes());
         assert_eq!(raw(&r, Plugin::NodeResourcesFit), expect(want), "{name}");
         // No normalisation: the raw score is the normalised one.
-        assert_eq!(normalized(&r, Plugin::NodeResourcesFit), expect(want), "{name}");
+        assert_eq!(
+            normalized(&r, Plugin::NodeResourcesFit),
+            expect(want),
+            "{name}"
+        );
     }
 }
 
@@ -294,11 +342,23 @@ fn least_allocated_counts_100m_and_200mi_for_containers_without_requests() {
     // (1000 − 400) × 100 / 1000 = 60 → 70. An explicit zero stays zero.
     let nodes = vec![sized("a", "1", "1000Mi"), sized("b", "1", "1000Mi")];
     let existing = vec![pod_req("e", Some("a"), &[(None, None)])];
-    let r = eval(&nodes, &[], &existing, &pod_req("p", None, &[(None, None)]), &Options::default());
-    assert_eq!(raw(&r, Plugin::NodeResourcesFit), expect(&[("a", 70), ("b", 85)]));
+    let r = eval(
+        &nodes,
+        &[],
+        &existing,
+        &pod_req("p", None, &[(None, None)]),
+        &Options::default(),
+    );
+    assert_eq!(
+        raw(&r, Plugin::NodeResourcesFit),
+        expect(&[("a", 70), ("b", 85)])
+    );
     let zero = pod_req("p", None, &[(Some("0"), Some("0"))]);
     let r = eval(&nodes, &[], &existing, &zero, &Options::default());
-    assert_eq!(raw(&r, Plugin::NodeResourcesFit), expect(&[("a", 85), ("b", 100)]));
+    assert_eq!(
+        raw(&r, Plugin::NodeResourcesFit),
+        expect(&[("a", 85), ("b", 100)])
+    );
     // Balanced allocation counts actual requests: the zero pod skips it.
     assert!(r.scores.node_resources_balanced_allocation.skipped);
     assert_eq!(r.selected.as_deref(), Some("b"));
@@ -308,13 +368,28 @@ fn least_allocated_counts_100m_and_200mi_for_containers_without_requests() {
 // the rows with cpu and memory.
 #[test]
 fn balanced_allocation_table() {
-    type Row<'a> = (&'a str, Pod, Vec<Node>, Vec<Pod>, Option<&'a [(&'a str, i64)]>);
-    let two = |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
+    type Row<'a> = (
+        &'a str,
+        Pod,
+        Vec<Node>,
+        Vec<Pod>,
+        Option<&'a [(&'a str, i64)]>,
+    );
+    let two =
+        |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
     let cpu_only = |name: &str, node: &str| {
-        pod_req(name, Some(node), &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))])
+        pod_req(
+            name,
+            Some(node),
+            &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))],
+        )
     };
     let cpu_and_memory = |name: &str, node: &str| {
-        pod_req(name, Some(node), &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))])
+        pod_req(
+            name,
+            Some(node),
+            &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+        )
     };
     let rows: Vec<Row> = vec![
         (
@@ -328,14 +403,22 @@ fn balanced_allocation_table() {
             // CPU 3000/4000 = 0.75, memory 5000/10000 = 0.5: 100 − 12.5 = 87;
             // CPU 3000/6000 = 0.5, memory 0.5: 100.
             "nothing scheduled, resources requested, differently sized nodes",
-            pod_req("p", None, &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))]),
+            pod_req(
+                "p",
+                None,
+                &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+            ),
             two(("4000m", "10000"), ("6000m", "10000")),
             vec![],
             Some(&[("node1", 87), ("node2", 100)]),
         ),
         (
             "resources requested, pods scheduled with resources",
-            pod_req("p", None, &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))]),
+            pod_req(
+                "p",
+                None,
+                &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+            ),
             two(("10000m", "20000"), ("10000m", "20000")),
             vec![cpu_only("e1", "node1"), cpu_and_memory("e2", "node2")],
             // node1: cpu 6000/10000 = 0.6, memory 5000/20000 = 0.25 → 82;
@@ -344,7 +427,11 @@ fn balanced_allocation_table() {
         ),
         (
             "resources requested, pods scheduled with resources, differently sized nodes",
-            pod_req("p", None, &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))]),
+            pod_req(
+                "p",
+                None,
+                &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+            ),
             two(("10000m", "20000"), ("10000m", "50000")),
             vec![cpu_only("e1", "node1"), cpu_and_memory("e2", "node2")],
             // node2: 0.6 and 10000/50000 = 0.2 → 80.
@@ -352,7 +439,11 @@ fn balanced_allocation_table() {
         ),
         (
             "requested resources at node capacity",
-            pod_req("p", None, &[(Some("0"), Some("0")), (Some("3000m"), Some("5000"))]),
+            pod_req(
+                "p",
+                None,
+                &[(Some("0"), Some("0")), (Some("3000m"), Some("5000"))],
+            ),
             two(("6000m", "10000"), ("6000m", "10000")),
             vec![cpu_only("e1", "node1"), cpu_and_memory("e2", "node2")],
             // node1: 1.0 and 0.5 → 75; node2: 1.0 and 1.0 → 100.
@@ -372,7 +463,11 @@ fn balanced_allocation_table() {
         match want {
             None => assert!(s.skipped && s.raw.is_empty(), "{name}"),
             Some(want) => {
-                assert_eq!(raw(&r, Plugin::NodeResourcesBalancedAllocation), expect(want), "{name}");
+                assert_eq!(
+                    raw(&r, Plugin::NodeResourcesBalancedAllocation),
+                    expect(want),
+                    "{name}"
+                );
                 assert_eq!(
                     normalized(&r, Plugin::NodeResourcesBalancedAllocation),
                     expect(want),
@@ -406,6 +501,9 @@ fn pod_images(init: &[&str], containers: &[&str]) -> Pod {
     .unwrap()
 }
 
+/// (case, incoming pod, nodes, expected scores).
+type NodesRow<'a> = (&'a str, Pod, Vec<Node>, &'a [(&'a str, i64)]);
+
 const MB: i64 = 1024 * 1024;
 
 /// The two nodes of TestImageLocalityPriority.
@@ -414,7 +512,10 @@ fn image_nodes() -> Vec<Node> {
         with_images(
             "node1",
             &[
-                (&["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40 * MB),
+                (
+                    &["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"],
+                    40 * MB,
+                ),
                 (&["gcr.io/300:latest", "gcr.io/300:v1"], 300 * MB),
                 (&["gcr.io/2000:latest"], 2000 * MB),
             ],
@@ -432,7 +533,7 @@ fn image_nodes() -> Vec<Node> {
 // TestImageLocalityPriority (imagelocality/image_locality_test.go).
 #[test]
 fn image_locality_table() {
-    let rows: Vec<(&str, Pod, Vec<Node>, &[(&str, i64)])> = vec![
+    let rows: Vec<NodesRow> = vec![
         (
             // node1: 40 MiB × 1/2 = 20 MiB < 23 MiB → 0; node2: 250 MiB × 1/2
             // = 125 MiB → 100 × (125 − 23) / (2000 − 23) = 5.
@@ -482,7 +583,11 @@ fn image_locality_table() {
     for (name, p, nodes, want) in rows {
         let r = eval(&nodes, &[], &[], &p, &Options::default());
         assert_eq!(raw(&r, Plugin::ImageLocality), expect(want), "{name}");
-        assert_eq!(normalized(&r, Plugin::ImageLocality), expect(want), "{name}");
+        assert_eq!(
+            normalized(&r, Plugin::ImageLocality),
+            expect(want),
+            "{name}"
+        );
     }
 }
 
@@ -494,30 +599,48 @@ fn image_names_get_only_the_default_tag() {
         with_images("a", &[(&["nginx:latest"], 900 * MB)]),
         with_images("b", &[(&["docker.io/library/nginx:latest"], 900 * MB)]),
     ];
-    let r = eval(&nodes, &[], &[], &pod_images(&[], &["nginx"]), &Options::default());
+    let r = eval(
+        &nodes,
+        &[],
+        &[],
+        &pod_images(&[], &["nginx"]),
+        &Options::default(),
+    );
     assert!(r.scores.image_locality.raw["a"] > 0);
     assert_eq!(r.scores.image_locality.raw["b"], 0);
 }
 
 #[test]
 fn totals_are_the_weighted_sum_and_one_feasible_node_skips_scoring() {
-    let nodes = vec![
-        sized("a", "4", "8Gi"),
-        sized("b", "4", "8Gi"),
-    ];
+    let nodes = vec![sized("a", "4", "8Gi"), sized("b", "4", "8Gi")];
     let existing = vec![pod_req("e", Some("a"), &[(Some("2"), Some("4Gi"))])];
     let p = pod_req("p", None, &[(Some("1"), Some("1Gi"))]);
     let r = eval(&nodes, &[], &existing, &p, &Options::default());
     for node in ["a", "b"] {
         let want: i64 = kube_scheduler_sim::SCORE_WEIGHTS
             .iter()
-            .map(|(plugin, w)| w * r.scores.get(*plugin).unwrap().normalized.get(node).copied().unwrap_or(0))
+            .map(|(plugin, w)| {
+                w * r
+                    .scores
+                    .get(*plugin)
+                    .unwrap()
+                    .normalized
+                    .get(node)
+                    .copied()
+                    .unwrap_or(0)
+            })
             .sum();
         assert_eq!(r.totals[node], want);
     }
     assert_eq!(r.selected.as_deref(), Some("b"));
     // One feasible node: nothing is scored, every plugin says so.
-    let one = pod("default", "p", &[], None, json!({"nodeName": "a", "containers": []}));
+    let one = pod(
+        "default",
+        "p",
+        &[],
+        None,
+        json!({"nodeName": "a", "containers": []}),
+    );
     let r = eval(&nodes, &[], &existing, &one, &Options::default());
     assert_eq!(r.selected.as_deref(), Some("a"));
     assert!(r.totals.is_empty());

@@ -24,7 +24,8 @@ fn exists(key: &str) -> Value {
 }
 
 fn soft(max_skew: i32, key: &str, selector: Value) -> Value {
-    let mut c = json!({"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway"});
+    let mut c =
+        json!({"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway"});
     if !selector.is_null() {
         c["labelSelector"] = selector;
     }
@@ -105,26 +106,46 @@ fn one_constraint_on_hostname() {
     let pods = foo_pods(&names, &[2, 1, 0, 3]);
     assert_eq!(
         run(&four, &pods, &p),
-        expect(&[("node-a", 20), ("node-b", 60), ("node-c", 100), ("node-d", 0)])
+        expect(&[
+            ("node-a", 20),
+            ("node-b", 60),
+            ("node-c", 100),
+            ("node-d", 0)
+        ])
     );
     // one constraint on node, null selector
     let null = incoming(&[("foo", "")], vec![soft(1, HOST, Value::Null)]);
     assert_eq!(
         run(&four, &pods, &null),
-        expect(&[("node-a", 100), ("node-b", 100), ("node-c", 100), ("node-d", 100)])
+        expect(&[
+            ("node-a", 100),
+            ("node-b", 100),
+            ("node-c", 100),
+            ("node-d", 100)
+        ])
     );
     // maxSkew=2
     let skew2 = incoming(&[("foo", "")], vec![soft(2, HOST, foo())]);
     assert_eq!(
         run(&four, &pods, &skew2),
-        expect(&[("node-a", 33), ("node-b", 66), ("node-c", 100), ("node-d", 16)])
+        expect(&[
+            ("node-a", 33),
+            ("node-b", 66),
+            ("node-c", 100),
+            ("node-d", 16)
+        ])
     );
     // maxSkew=3, 4/3/2/1
     let skew3 = incoming(&[("foo", "")], vec![soft(3, HOST, foo())]);
     let pods = foo_pods(&names, &[4, 3, 2, 1]);
     assert_eq!(
         run(&four, &pods, &skew3),
-        expect(&[("node-a", 44), ("node-b", 66), ("node-c", 77), ("node-d", 100)])
+        expect(&[
+            ("node-a", 44),
+            ("node-b", 66),
+            ("node-c", 77),
+            ("node-d", 100)
+        ])
     );
 }
 
@@ -148,7 +169,12 @@ fn system_defaulting_uses_the_service_selector() {
     let r = eval_with_workloads(&nodes, &[], &pods, &workloads, &p, &Options::default());
     assert_eq!(
         spread(&r),
-        expect(&[("node-a", 44), ("node-b", 66), ("node-c", 77), ("node-d", 100)])
+        expect(&[
+            ("node-a", 44),
+            ("node-b", 66),
+            ("node-c", 77),
+            ("node-d", 100)
+        ])
     );
     // Without the Service the pod has no selector: the plugin skips.
     let r = eval(&nodes, &[], &pods, &p, &Options::default());
@@ -200,16 +226,21 @@ fn candidates_and_topology_keys() {
 #[test]
 fn two_constraints() {
     let zone_nodes = |failed_nodes: &[&str]| -> Vec<Node> {
-        [("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2")]
-            .iter()
-            .map(|(n, z)| {
-                if failed_nodes.contains(n) {
-                    failed(n, &[("zone", z), (HOST, n)])
-                } else {
-                    node(n, &[("zone", z), (HOST, n)])
-                }
-            })
-            .collect()
+        [
+            ("node-a", "zone1"),
+            ("node-b", "zone1"),
+            ("node-x", "zone2"),
+            ("node-y", "zone2"),
+        ]
+        .iter()
+        .map(|(n, z)| {
+            if failed_nodes.contains(n) {
+                failed(n, &[("zone", z), (HOST, n)])
+            } else {
+                node(n, &[("zone", z), (HOST, n)])
+            }
+        })
+        .collect()
     };
     // two Constraints on zone and node, 2 out of 4 nodes are candidates: 2/~1~/2/~4~
     let p = incoming(
@@ -224,7 +255,10 @@ fn two_constraints() {
     // two Constraints on zone, 2 out of 4 nodes are candidates
     let p = incoming(
         &[("foo", ""), ("bar", "")],
-        vec![soft(1, "zone", exists("foo")), soft(1, "zone", exists("bar"))],
+        vec![
+            soft(1, "zone", exists("foo")),
+            soft(1, "zone", exists("bar")),
+        ],
     );
     let pods = vec![
         on("p-a1", "node-a", &[("foo", ""), ("bar", "")]),
@@ -257,7 +291,12 @@ fn two_constraints() {
     ];
     assert_eq!(
         run(&zone_nodes(&[]), &pods, &p),
-        expect(&[("node-a", 60), ("node-b", 20), ("node-x", 100), ("node-y", 60)])
+        expect(&[
+            ("node-a", 60),
+            ("node-b", 20),
+            ("node-x", 100),
+            ("node-y", 60)
+        ])
     );
     // ... 3 out of 4 nodes are candidates
     assert_eq!(
@@ -272,7 +311,12 @@ fn two_constraints() {
     ];
     assert_eq!(
         run(&zone_nodes(&[]), &pods, &p),
-        expect(&[("node-a", 100), ("node-b", 60), ("node-x", 40), ("node-y", 0)])
+        expect(&[
+            ("node-a", 100),
+            ("node-b", 60),
+            ("node-x", 40),
+            ("node-y", 0)
+        ])
     );
 }
 
@@ -293,7 +337,8 @@ fn namespaces_and_terminating_pods() {
     );
     // terminating Pods should be excluded
     let mut terminating = on("p-a", "node-a", &[("foo", "")]);
-    terminating.metadata.deletion_timestamp = Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+    terminating.metadata.deletion_timestamp =
+        Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
     let pods = vec![terminating, on("p-b", "node-b", &[("foo", "")])];
     assert_eq!(
         run(&nodes, &pods, &p),
@@ -331,7 +376,8 @@ fn default_selector_from_replica_sets_and_stateful_sets() {
     ];
     let owned = |name: &str, node: Option<&str>, kind: &str| -> Pod {
         let mut p = pod("default", name, &[("app", "web")], node, Value::Null);
-        p.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        p.metadata.owner_references =
+            Some(vec![serde_json::from_value(json!({
             "apiVersion": "apps/v1", "kind": kind, "name": "web", "uid": "u", "controller": true
         }))
         .unwrap()]);

@@ -42,7 +42,9 @@ pub fn pod_images(pod: &Pod) -> (Vec<String>, usize) {
     let mut images = Vec::new();
     for c in containers {
         count += 1;
-        images.push(normalized_image_name(c.image.as_deref().unwrap_or_default()));
+        images.push(normalized_image_name(
+            c.image.as_deref().unwrap_or_default(),
+        ));
     }
     (images, count)
 }

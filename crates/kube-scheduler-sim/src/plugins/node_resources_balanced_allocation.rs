@@ -25,7 +25,10 @@ pub fn score(pod: &Resources, node_requested: &Resources, allocatable: Option<&R
     let (alloc_cpu, alloc_mem) = allocatable.map_or((0, 0), |a| (a.milli_cpu, a.memory));
     let mut fractions: Vec<f64> = Vec::with_capacity(2);
     for (requested, capacity) in [
-        (node_requested.milli_cpu.saturating_add(pod.milli_cpu), alloc_cpu),
+        (
+            node_requested.milli_cpu.saturating_add(pod.milli_cpu),
+            alloc_cpu,
+        ),
         (node_requested.memory.saturating_add(pod.memory), alloc_mem),
     ] {
         if capacity == 0 {

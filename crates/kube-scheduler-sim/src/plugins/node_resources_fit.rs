@@ -16,8 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, format_amount};
 use crate::plugins::helper::MAX_NODE_SCORE;
+use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, format_amount};
 use crate::result::Code;
 
 /// One resource the node lacks (`InsufficientResource`).

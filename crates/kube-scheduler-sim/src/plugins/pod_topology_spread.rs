@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use crate::fast_hash::IdMap;
 use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::pod_info::{PodInfo, SpreadConstraint, has_untolerated_taint};
-use crate::selector::PodSelector;
 use crate::result::Reason;
+use crate::selector::PodSelector;
 use crate::state::ClusterState;
 
 /// PodTopologySpread PreFilter state for DoNotSchedule constraints (C.23).
@@ -156,7 +156,11 @@ pub(crate) fn system_default_constraints(selector: PodSelector) -> Vec<SpreadCon
 /// Matching pods per node index: pods of the incoming pod's namespace, not
 /// terminating, whose labels the selector matches (`countPodsMatchSelector`;
 /// an empty selector counts nothing).
-fn matching_per_node(state: &ClusterState, pod: &PodInfo, selector: &PodSelector) -> IdMap<u32, i64> {
+fn matching_per_node(
+    state: &ClusterState,
+    pod: &PodInfo,
+    selector: &PodSelector,
+) -> IdMap<u32, i64> {
     let mut out: IdMap<u32, i64> = IdMap::default();
     if selector.is_everything() {
         return out;
@@ -211,7 +215,9 @@ pub(crate) fn spread_score(
         }
         for (i, c) in constraints.iter().enumerate() {
             if !hostname(c) {
-                counts[i].entry(value(keys[i], *n).unwrap_or("")).or_insert(0);
+                counts[i]
+                    .entry(value(keys[i], *n).unwrap_or(""))
+                    .or_insert(0);
             }
         }
     }
@@ -272,7 +278,11 @@ pub(crate) fn spread_score(
             score.round() as i64
         })
         .collect();
-    let kept_scores = raw.iter().zip(&ignored).filter(|(_, i)| !**i).map(|(s, _)| *s);
+    let kept_scores = raw
+        .iter()
+        .zip(&ignored)
+        .filter(|(_, i)| !**i)
+        .map(|(s, _)| *s);
     let min = kept_scores.clone().min().unwrap_or(0);
     let max = kept_scores.max().unwrap_or(0).max(0);
     let normalized = raw

@@ -33,7 +33,11 @@ pub fn reason(taint: &Taint) -> String {
 pub fn score(taints: &[Taint], tolerations: &[Toleration]) -> i64 {
     let prefer: Vec<Toleration> = tolerations
         .iter()
-        .filter(|t| t.effect.as_deref().is_none_or(|e| e.is_empty() || e == PREFER_NO_SCHEDULE))
+        .filter(|t| {
+            t.effect
+                .as_deref()
+                .is_none_or(|e| e.is_empty() || e == PREFER_NO_SCHEDULE)
+        })
         .cloned()
         .collect();
     taints

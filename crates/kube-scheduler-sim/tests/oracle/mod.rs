@@ -294,7 +294,14 @@ pub fn evaluate(
     incoming: &Pod,
     opts: &Options,
 ) -> ScheduleResult {
-    evaluate_with_workloads(nodes, namespaces, pods, &Workloads::default(), incoming, opts)
+    evaluate_with_workloads(
+        nodes,
+        namespaces,
+        pods,
+        &Workloads::default(),
+        incoming,
+        opts,
+    )
 }
 
 /// [`evaluate`] with the Services, ReplicationControllers, ReplicaSets and
@@ -626,7 +633,12 @@ pub fn evaluate_with_workloads(
     let taint_toleration = {
         let raw: BTreeMap<String, i64> = scored
             .iter()
-            .map(|n| (node_name(n).to_owned(), prefer_no_schedule_count(n, &compiled.tolerations)))
+            .map(|n| {
+                (
+                    node_name(n).to_owned(),
+                    prefer_no_schedule_count(n, &compiled.tolerations),
+                )
+            })
             .collect();
         let max = raw.values().copied().max().unwrap_or(0);
         let normalized = raw
@@ -646,14 +658,28 @@ pub fn evaluate_with_workloads(
             .iter()
             .map(|n| {
                 let (cap_cpu, cap_mem) = allocatable_cpu_memory(n);
-                let used = on(n).iter().map(|p| non_zero_units(p)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                let used = on(n)
+                    .iter()
+                    .map(|p| non_zero_units(p))
+                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
                 let mut parts = Vec::new();
-                for (req, cap) in [(used.0 + pod_non_zero.0, cap_cpu), (used.1 + pod_non_zero.1, cap_mem)] {
+                for (req, cap) in [
+                    (used.0 + pod_non_zero.0, cap_cpu),
+                    (used.1 + pod_non_zero.1, cap_mem),
+                ] {
                     if cap != 0 {
-                        parts.push(if req > cap { 0 } else { (cap - req) * 100 / cap });
+                        parts.push(if req > cap {
+                            0
+                        } else {
+                            (cap - req) * 100 / cap
+                        });
                     }
                 }
-                let s = if parts.is_empty() { 0 } else { parts.iter().sum::<i64>() / parts.len() as i64 };
+                let s = if parts.is_empty() {
+                    0
+                } else {
+                    parts.iter().sum::<i64>() / parts.len() as i64
+                };
                 (node_name(n).to_owned(), s)
             })
             .collect(),
@@ -674,14 +700,25 @@ pub fn evaluate_with_workloads(
                 .map(|n| {
                     let (cap_cpu, cap_mem) = allocatable_cpu_memory(n);
                     let used = |name: &str| -> i64 {
-                        on(n).iter().map(|p| requested_units(p).get(name).copied().unwrap_or(0)).sum()
+                        on(n)
+                            .iter()
+                            .map(|p| requested_units(p).get(name).copied().unwrap_or(0))
+                            .sum()
                     };
-                    let f = |req: i64, cap: i64| (cap != 0).then(|| (req as f64 / cap as f64).min(1.0));
-                    let fractions: Vec<f64> = [f(used("cpu") + want_cpu, cap_cpu), f(used("memory") + want_mem, cap_mem)]
-                        .into_iter()
-                        .flatten()
-                        .collect();
-                    let std = if fractions.len() == 2 { ((fractions[0] - fractions[1]) / 2.0).abs() } else { 0.0 };
+                    let f =
+                        |req: i64, cap: i64| (cap != 0).then(|| (req as f64 / cap as f64).min(1.0));
+                    let fractions: Vec<f64> = [
+                        f(used("cpu") + want_cpu, cap_cpu),
+                        f(used("memory") + want_mem, cap_mem),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                    let std = if fractions.len() == 2 {
+                        ((fractions[0] - fractions[1]) / 2.0).abs()
+                    } else {
+                        0.0
+                    };
                     (node_name(n).to_owned(), ((1.0 - std) * 100.0) as i64)
                 })
                 .collect(),
@@ -705,7 +742,11 @@ pub fn evaluate_with_workloads(
                 let mib: i64 = 1024 * 1024;
                 let (lo, hi) = (23 * mib, 1000 * mib * containers as i64);
                 let clamped = sum.max(lo).min(hi.max(lo));
-                let s = if hi <= lo { 0 } else { 100 * (clamped - lo) / (hi - lo) };
+                let s = if hi <= lo {
+                    0
+                } else {
+                    100 * (clamped - lo) / (hi - lo)
+                };
                 (node_name(n).to_owned(), s)
             })
             .collect(),
@@ -730,17 +771,20 @@ pub fn evaluate_with_workloads(
     } else {
         default_selector(workloads, &incoming)
             .map(|selector| {
-                [("kubernetes.io/hostname", 3), ("topology.kubernetes.io/zone", 5)]
-                    .into_iter()
-                    .map(|(key, skew)| Spread {
-                        topology_key: key.to_owned(),
-                        selector: selector.clone(),
-                        max_skew: skew,
-                        min_domains: 1,
-                        honor_node_affinity: true,
-                        honor_node_taints: false,
-                    })
-                    .collect()
+                [
+                    ("kubernetes.io/hostname", 3),
+                    ("topology.kubernetes.io/zone", 5),
+                ]
+                .into_iter()
+                .map(|(key, skew)| Spread {
+                    topology_key: key.to_owned(),
+                    selector: selector.clone(),
+                    max_skew: skew,
+                    min_domains: 1,
+                    honor_node_affinity: true,
+                    honor_node_taints: false,
+                })
+                .collect()
             })
             .unwrap_or_default()
     };
@@ -750,7 +794,15 @@ pub fn evaluate_with_workloads(
             ..Default::default()
         }
     } else {
-        spread_scores(&incoming, &soft, own_spread, &nodes, &scored, &placed, &compiled.tolerations)
+        spread_scores(
+            &incoming,
+            &soft,
+            own_spread,
+            &nodes,
+            &scored,
+            &placed,
+            &compiled.tolerations,
+        )
     };
     let scores = Scores {
         taint_toleration,
@@ -819,7 +871,10 @@ fn spread_scores(
         placed
             .iter()
             .filter(|p| {
-                p.node == node_name(n) && p.ns == pod_ns && !p.terminating && c.selector.matches(&p.labels)
+                p.node == node_name(n)
+                    && p.ns == pod_ns
+                    && !p.terminating
+                    && c.selector.matches(&p.labels)
             })
             .count() as i64
     };
@@ -849,7 +904,10 @@ fn spread_scores(
             .filter(|m| {
                 !c.honor_node_taints
                     || !has_untolerated_taint(
-                        m.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default(),
+                        m.spec
+                            .as_ref()
+                            .and_then(|s| s.taints.as_deref())
+                            .unwrap_or_default(),
                         tolerations,
                     )
             })
@@ -866,7 +924,11 @@ fn spread_scores(
             let mut score = 0.0;
             for c in soft {
                 if let Some(v) = value(n, c) {
-                    let count = if hostname(c) { count_on(n, c) } else { domain_count(c, &v) };
+                    let count = if hostname(c) {
+                        count_on(n, c)
+                    } else {
+                        domain_count(c, &v)
+                    };
                     score += count as f64 * weight(c) + (c.max_skew - 1) as f64;
                 }
             }
@@ -934,8 +996,18 @@ fn default_selector(w: &Workloads, pod: &Pod) -> Option<PodSelector> {
         };
         let selector: Option<LabelSelector> = match (o.api_version.as_str(), o.kind.as_str()) {
             ("v1", "ReplicationController") => {
-                if let Some(rc) = w.replication_controllers.iter().rev().find(|r| named(&r.metadata)) {
-                    merged.extend(rc.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default());
+                if let Some(rc) = w
+                    .replication_controllers
+                    .iter()
+                    .rev()
+                    .find(|r| named(&r.metadata))
+                {
+                    merged.extend(
+                        rc.spec
+                            .as_ref()
+                            .and_then(|s| s.selector.clone())
+                            .unwrap_or_default(),
+                    );
                 }
                 None
             }
@@ -994,13 +1066,19 @@ fn skip_all(res: &mut ScheduleResult) {
 /// PreferNoSchedule taints of the node that the pod's tolerations with an
 /// empty or PreferNoSchedule effect do not tolerate.
 fn prefer_no_schedule_count(node: &Node, tolerations: &[Toleration]) -> i64 {
-    let taints = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
     taints
         .iter()
         .filter(|t| t.effect == "PreferNoSchedule")
         .filter(|t| {
             !tolerations.iter().any(|tol| {
-                tol.effect.as_deref().is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
+                tol.effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
                     && tolerates(tol, t)
             })
         })
@@ -1009,10 +1087,15 @@ fn prefer_no_schedule_count(node: &Node, tolerations: &[Toleration]) -> i64 {
 
 /// CPU (millicores) and memory (bytes) in `status.allocatable`, 0 when absent.
 fn allocatable_cpu_memory(node: &Node) -> (i64, i64) {
-    let list = node.status.as_ref().and_then(|s| s.allocatable.clone()).unwrap_or_default();
+    let list = node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.clone())
+        .unwrap_or_default();
     let get = |name: &str| {
-        list.get(name)
-            .map_or(0, |q| to_units(name, Quantity::parse(&q.0).map_or(0, |q| q.nanos())))
+        list.get(name).map_or(0, |q| {
+            to_units(name, Quantity::parse(&q.0).map_or(0, |q| q.nanos()))
+        })
     };
     (get("cpu"), get("memory"))
 }
@@ -1033,10 +1116,17 @@ fn image_inventory(nodes: &[&Node]) -> BTreeMap<String, (i64, usize)> {
     let mut out: BTreeMap<String, (i64, usize)> = BTreeMap::new();
     for n in nodes {
         let mut seen = BTreeSet::new();
-        for image in n.status.as_ref().and_then(|s| s.images.clone()).unwrap_or_default() {
+        for image in n
+            .status
+            .as_ref()
+            .and_then(|s| s.images.clone())
+            .unwrap_or_default()
+        {
             for name in image.names.clone().unwrap_or_default() {
                 if seen.insert(name.clone()) {
-                    out.entry(name).or_insert((image.size_bytes.unwrap_or(0), 0)).1 += 1;
+                    out.entry(name)
+                        .or_insert((image.size_bytes.unwrap_or(0), 0))
+                        .1 += 1;
                 }
             }
         }
@@ -1059,7 +1149,10 @@ fn images_of(pod: &Pod) -> (Vec<String>, usize) {
     let names = all
         .into_iter()
         .map(|i| {
-            let tag = i.rsplit_once('/').map_or(i.as_str(), |(_, last)| last).contains(':');
+            let tag = i
+                .rsplit_once('/')
+                .map_or(i.as_str(), |(_, last)| last)
+                .contains(':');
             if tag { i } else { format!("{i}:latest") }
         })
         .collect();
