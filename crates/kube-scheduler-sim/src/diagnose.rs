@@ -131,6 +131,8 @@ pub fn diagnose(
         | Plugin::VolumeZone => explain_volumes(state, &info, node, Some(reason)),
         // Carried by `Rejection::Taint` / `Rejection::Resources` above.
         Plugin::TaintToleration | Plugin::NodeResourcesFit => String::new(),
+        // Score-only plugins never reject a node.
+        Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => String::new(),
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();
