@@ -27,6 +27,14 @@ pub enum Kind {
     Namespace,
     /// `v1` Pod, in every namespace.
     Pod,
+    /// `v1` Service, in every namespace.
+    Service,
+    /// `v1` ReplicationController, in every namespace.
+    ReplicationController,
+    /// `apps/v1` ReplicaSet, in every namespace.
+    ReplicaSet,
+    /// `apps/v1` StatefulSet, in every namespace.
+    StatefulSet,
     /// `v1` PersistentVolumeClaim, in every namespace.
     PersistentVolumeClaim,
     /// `v1` PersistentVolume.
@@ -121,11 +129,15 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 25] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
         Kind::Pod,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::PersistentVolumeClaim,
         Kind::PersistentVolume,
         Kind::StorageClass,
@@ -154,6 +166,22 @@ impl Kind {
                 Kind::Node => ("", &["v1"], "Node", "nodes", Cluster),
                 Kind::Namespace => ("", &["v1"], "Namespace", "namespaces", Cluster),
                 Kind::Pod => ("", &["v1"], "Pod", "pods", AllNamespaces),
+                Kind::Service => ("", &["v1"], "Service", "services", AllNamespaces),
+                Kind::ReplicationController => (
+                    "",
+                    &["v1"],
+                    "ReplicationController",
+                    "replicationcontrollers",
+                    AllNamespaces,
+                ),
+                Kind::ReplicaSet => ("apps", &["v1"], "ReplicaSet", "replicasets", AllNamespaces),
+                Kind::StatefulSet => (
+                    "apps",
+                    &["v1"],
+                    "StatefulSet",
+                    "statefulsets",
+                    AllNamespaces,
+                ),
                 Kind::PersistentVolumeClaim => (
                     "",
                     &["v1"],
@@ -282,6 +310,14 @@ impl Kind {
 /// are ConfigMaps in Velero's namespace.
 const CONFIG: &[Kind] = &[Kind::ConfigMap];
 const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
+/// The objects kube-scheduler's default topology spreading takes its
+/// selectors from (`schedule` scores).
+const WORKLOADS: &[Kind] = &[
+    Kind::Service,
+    Kind::ReplicationController,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+];
 const STORAGE: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
@@ -331,7 +367,7 @@ pub fn needs(command: &Command) -> Needs {
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
-        Command::Schedule(_) => &[SCHEDULING],
+        Command::Schedule(_) => &[SCHEDULING, WORKLOADS],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",
