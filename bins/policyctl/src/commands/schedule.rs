@@ -202,17 +202,14 @@ fn short_name(plugin: Plugin) -> &'static str {
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let batch =
-        scheduler::schedule_all_with_workloads(
-            &cluster.nodes,
-            &cluster.namespaces,
-            &cluster.pods,
-            &cluster.workloads,
-            options,
-        )
-            .map_err(|error| {
-                CommandError::Input(format!("cannot place the pending pods: {error}"))
-            })?;
+    let batch = scheduler::schedule_all_with_workloads(
+        &cluster.nodes,
+        &cluster.namespaces,
+        &cluster.pods,
+        &cluster.workloads,
+        options,
+    )
+    .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::hosts::HostInventory;
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use kube_adapters::capi::Machine;
