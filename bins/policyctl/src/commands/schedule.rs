@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube_scheduler_sim::{
-    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, StorageObjects,
+    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, Snapshot, StorageObjects,
+    Workloads,
 };
 use serde_json::{Value, json};
 
@@ -36,6 +37,9 @@ pub struct Cluster {
     pub pods: Vec<Pod>,
     /// Claims, volumes, storage classes and CSINodes (the volume filters).
     pub storage: StorageObjects,
+    /// Services, ReplicationControllers, ReplicaSets and StatefulSets: the
+    /// selectors of kube-scheduler's default topology spreading.
+    pub workloads: Workloads,
 }
 
 impl Cluster {
@@ -60,6 +64,12 @@ impl Cluster {
                 volumes: objects(&inventory.persistent_volumes),
                 classes: objects(&inventory.storage_classes),
                 csi_nodes: objects(&inventory.csi_nodes),
+            },
+            workloads: Workloads {
+                services: objects(&inventory.services),
+                replication_controllers: objects(&inventory.replication_controllers),
+                replica_sets: objects(&inventory.replica_sets),
+                stateful_sets: objects(&inventory.stateful_sets),
             },
         }
     }
@@ -98,16 +108,15 @@ pub fn evaluate(
 ) -> Result<ScheduleResult, CommandError> {
     require_pod(inventory, pod)?;
     let cluster = Cluster::from_inventory(inventory);
-    let result = scheduler::schedule_with_storage(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &cluster.pods,
-        &cluster.storage,
-        &pod.namespace,
-        &pod.name,
-        options,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
+    let snapshot = Snapshot {
+        nodes: &cluster.nodes,
+        namespaces: &cluster.namespaces,
+        pods: &cluster.pods,
+        workloads: &cluster.workloads,
+        storage: &cluster.storage,
+    };
+    let result = scheduler::schedule_snapshot(&snapshot, &pod.namespace, &pod.name, options)
+        .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
     if let Some(error) = &result.error {
         return Err(CommandError::Input(format!(
             "pod {pod} cannot be scheduled at all: {error}"
@@ -202,14 +211,15 @@ fn short_name(plugin: Plugin) -> &'static str {
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let batch = scheduler::schedule_all_with_storage(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &cluster.pods,
-        &cluster.storage,
-        options,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
+    let snapshot = Snapshot {
+        nodes: &cluster.nodes,
+        namespaces: &cluster.namespaces,
+        pods: &cluster.pods,
+        workloads: &cluster.workloads,
+        storage: &cluster.storage,
+    };
+    let batch = scheduler::schedule_all_snapshot(&snapshot, options)
+        .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()

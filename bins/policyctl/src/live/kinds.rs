@@ -27,6 +27,14 @@ pub enum Kind {
     Namespace,
     /// `v1` Pod, in every namespace.
     Pod,
+    /// `v1` Service, in every namespace.
+    Service,
+    /// `v1` ReplicationController, in every namespace.
+    ReplicationController,
+    /// `apps/v1` ReplicaSet, in every namespace.
+    ReplicaSet,
+    /// `apps/v1` StatefulSet, in every namespace.
+    StatefulSet,
     /// `v1` PersistentVolumeClaim, in every namespace.
     PersistentVolumeClaim,
     /// `v1` PersistentVolume.
@@ -123,11 +131,15 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 22] = [
+    pub const ALL: [Kind; 26] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
         Kind::Pod,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::PersistentVolumeClaim,
         Kind::PersistentVolume,
         Kind::StorageClass,
@@ -157,6 +169,22 @@ impl Kind {
                 Kind::Node => ("", &["v1"], "Node", "nodes", Cluster),
                 Kind::Namespace => ("", &["v1"], "Namespace", "namespaces", Cluster),
                 Kind::Pod => ("", &["v1"], "Pod", "pods", AllNamespaces),
+                Kind::Service => ("", &["v1"], "Service", "services", AllNamespaces),
+                Kind::ReplicationController => (
+                    "",
+                    &["v1"],
+                    "ReplicationController",
+                    "replicationcontrollers",
+                    AllNamespaces,
+                ),
+                Kind::ReplicaSet => ("apps", &["v1"], "ReplicaSet", "replicasets", AllNamespaces),
+                Kind::StatefulSet => (
+                    "apps",
+                    &["v1"],
+                    "StatefulSet",
+                    "statefulsets",
+                    AllNamespaces,
+                ),
                 Kind::PersistentVolumeClaim => (
                     "",
                     &["v1"],
@@ -286,6 +314,14 @@ impl Kind {
 /// are ConfigMaps in Velero's namespace.
 const CONFIG: &[Kind] = &[Kind::ConfigMap];
 const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
+/// The objects kube-scheduler's default topology spreading takes its
+/// selectors from (`schedule` scores).
+const WORKLOADS: &[Kind] = &[
+    Kind::Service,
+    Kind::ReplicationController,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+];
 const STORAGE: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
@@ -342,7 +378,7 @@ pub fn needs(command: &Command) -> Needs {
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
-        Command::Schedule(_) => &[SCHEDULING, VOLUMES],
+        Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",

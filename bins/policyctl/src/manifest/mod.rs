@@ -325,6 +325,18 @@ fn add_object(
         ("v1", "Node") => insert(&mut inventory.nodes, origin, kind, false, value),
         ("v1", "Namespace") => insert(&mut inventory.namespaces, origin, kind, false, value),
         ("v1", "Pod") => insert(&mut inventory.pods, origin, kind, true, value),
+        ("v1", "Service") => insert(&mut inventory.services, origin, kind, true, value),
+        ("v1", "ReplicationController") => insert(
+            &mut inventory.replication_controllers,
+            origin,
+            kind,
+            true,
+            value,
+        ),
+        ("apps/v1", "ReplicaSet") => insert(&mut inventory.replica_sets, origin, kind, true, value),
+        ("apps/v1", "StatefulSet") => {
+            insert(&mut inventory.stateful_sets, origin, kind, true, value)
+        }
         ("v1", "PersistentVolumeClaim") => insert(
             &mut inventory.persistent_volume_claims,
             origin,
@@ -552,6 +564,33 @@ impl Unread for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+/// Workloads are read for their selectors (kube-scheduler's default
+/// topology spreading): their pod templates are dropped.
+impl Unread for k8s_openapi::api::apps::v1::ReplicaSet {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = None;
+        }
+    }
+}
+
+impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = Default::default();
+            spec.volume_claim_templates = None;
+        }
+    }
+}
+
+impl Unread for k8s_openapi::api::core::v1::ReplicationController {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = None;
+        }
+    }
+}
+
 macro_rules! read_whole {
     ($($kind:ty),* $(,)?) => { $(impl Unread for $kind {})* };
 }
@@ -560,6 +599,7 @@ read_whole!(
     k8s_openapi::api::core::v1::ConfigMap,
     k8s_openapi::api::core::v1::Node,
     k8s_openapi::api::core::v1::Namespace,
+    k8s_openapi::api::core::v1::Service,
     k8s_openapi::api::core::v1::PersistentVolumeClaim,
     k8s_openapi::api::core::v1::PersistentVolume,
     k8s_openapi::api::storage::v1::StorageClass,
