@@ -26,6 +26,8 @@
 //! - [`schedule`] / [`schedule_all`]: one-call entry points over plain
 //!   Kubernetes objects (for `policyctl schedule`).
 //! - [`diagnose`]: why a pod does not fit one node, in plain words.
+//! - [`capacity`] / [`ClusterState::capacity`]: how many copies of a pod
+//!   fit, placed one by one with the whole profile (C.40).
 //!
 //! Shared Kubernetes rules have their one home here and are public for other
 //! crates: [`node_selector`] (node selector terms and requirements),
@@ -40,6 +42,7 @@
 
 mod admission;
 mod api;
+mod capacity;
 mod diagnose;
 mod fast_hash;
 pub mod node_selector;
@@ -52,16 +55,26 @@ mod result;
 mod selector;
 mod state;
 pub mod taints;
+pub mod volumes;
+mod workloads;
 
 pub use admission::apply_match_label_keys;
-pub use api::{BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all};
+pub use api::{
+    BatchResult, Placement, ScheduleError, Snapshot, fit_error_summary, schedule, schedule_all,
+    schedule_all_snapshot, schedule_all_with_storage, schedule_all_with_workloads,
+    schedule_snapshot, schedule_with_storage, schedule_with_workloads,
+};
+pub use capacity::{Capacity, DEFAULT_MAX_COPIES, capacity, capacity_copy};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{
-    Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, ScheduleResult, Scores,
+    Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, SCORE_WEIGHTS,
+    ScheduleResult, Scores,
 };
 pub use selector::PodSelector;
 pub use state::{ClusterState, PodId, StateError};
+pub use volumes::StorageObjects;
+pub use workloads::Workloads;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

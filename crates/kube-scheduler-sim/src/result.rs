@@ -73,10 +73,22 @@ pub enum Plugin {
     NodePorts,
     /// NodeResourcesFit (requests against allocatable, pod count).
     NodeResourcesFit,
+    /// VolumeRestrictions (inline disk conflicts, ReadWriteOncePod claims).
+    VolumeRestrictions,
+    /// NodeVolumeLimits (CSI attach limits).
+    NodeVolumeLimits,
+    /// VolumeBinding (claims, PV node affinity, delayed binding).
+    VolumeBinding,
+    /// VolumeZone (zone and region labels of bound PVs).
+    VolumeZone,
     /// PodTopologySpread (DoNotSchedule constraints).
     PodTopologySpread,
     /// InterPodAffinity.
     InterPodAffinity,
+    /// NodeResourcesBalancedAllocation (score only).
+    NodeResourcesBalancedAllocation,
+    /// ImageLocality (score only).
+    ImageLocality,
 }
 
 /// kube-scheduler status code of a failure.
@@ -113,6 +125,20 @@ pub enum Reason {
     AntiAffinityRules,
     /// C.14.
     ExistingAntiAffinityRules,
+    /// C.50: an inline disk conflicts with one on the node.
+    DiskConflict,
+    /// C.50: a ReadWriteOncePod claim is in use.
+    ReadWriteOncePodConflict,
+    /// C.51: a CSI driver's attach limit would be exceeded.
+    MaxVolumeCount,
+    /// C.52: a bound PV's node affinity does not match.
+    VolumeNodeAffinityConflict,
+    /// C.52: a delayed claim finds no volume and cannot be provisioned.
+    VolumeBindConflict,
+    /// C.52: a bound claim's PV does not exist.
+    VolumePvNotExist,
+    /// C.53: a bound PV's zone or region does not match.
+    VolumeZoneConflict,
 }
 
 impl Reason {
@@ -133,6 +159,15 @@ impl Reason {
             Reason::ExistingAntiAffinityRules => {
                 "node(s) didn't satisfy existing pods anti-affinity rules"
             }
+            Reason::DiskConflict => crate::plugins::volume_restrictions::DISK_CONFLICT,
+            Reason::ReadWriteOncePodConflict => {
+                crate::plugins::volume_restrictions::READ_WRITE_ONCE_POD_CONFLICT
+            }
+            Reason::MaxVolumeCount => crate::plugins::node_volume_limits::REASON,
+            Reason::VolumeNodeAffinityConflict => crate::plugins::volume_binding::NODE_CONFLICT,
+            Reason::VolumeBindConflict => crate::plugins::volume_binding::BIND_CONFLICT,
+            Reason::VolumePvNotExist => crate::plugins::volume_binding::PV_NOT_EXIST,
+            Reason::VolumeZoneConflict => crate::plugins::volume_zone::REASON,
         }
     }
 
@@ -146,6 +181,12 @@ impl Reason {
                 Plugin::NodeAffinity
             }
             Reason::SpreadMissingLabel | Reason::SpreadSkew => Plugin::PodTopologySpread,
+            Reason::DiskConflict | Reason::ReadWriteOncePodConflict => Plugin::VolumeRestrictions,
+            Reason::MaxVolumeCount => Plugin::NodeVolumeLimits,
+            Reason::VolumeNodeAffinityConflict
+            | Reason::VolumeBindConflict
+            | Reason::VolumePvNotExist => Plugin::VolumeBinding,
+            Reason::VolumeZoneConflict => Plugin::VolumeZone,
             _ => Plugin::InterPodAffinity,
         }
     }
@@ -156,7 +197,10 @@ impl Reason {
             Reason::AntiAffinityRules
             | Reason::ExistingAntiAffinityRules
             | Reason::SpreadSkew
-            | Reason::NodePortsConflict => Code::Unschedulable,
+            | Reason::NodePortsConflict
+            | Reason::DiskConflict
+            | Reason::ReadWriteOncePodConflict
+            | Reason::MaxVolumeCount => Code::Unschedulable,
             _ => Code::UnschedulableAndUnresolvable,
         }
     }
@@ -182,6 +226,8 @@ pub(crate) enum Rejection {
     Taint(k8s_openapi::api::core::v1::Taint),
     /// NodeResourcesFit: every insufficient resource, in upstream's order.
     Resources(Vec<crate::plugins::node_resources_fit::Insufficient>),
+    /// VolumeBinding: every reason, in upstream's order (C.52).
+    Volumes(Vec<Reason>),
 }
 
 impl Rejection {
@@ -191,6 +237,7 @@ impl Rejection {
             Rejection::Fixed(r) => r.plugin(),
             Rejection::Taint(_) => Plugin::TaintToleration,
             Rejection::Resources(_) => Plugin::NodeResourcesFit,
+            Rejection::Volumes(_) => Plugin::VolumeBinding,
         }
     }
 
@@ -200,6 +247,7 @@ impl Rejection {
             Rejection::Fixed(r) => r.code(),
             Rejection::Taint(_) => Code::UnschedulableAndUnresolvable,
             Rejection::Resources(list) => crate::plugins::node_resources_fit::code(list),
+            Rejection::Volumes(_) => Code::UnschedulableAndUnresolvable,
         }
     }
 
@@ -210,6 +258,7 @@ impl Rejection {
             Rejection::Fixed(r) => vec![r.message().to_owned()],
             Rejection::Taint(t) => vec![crate::plugins::taint_toleration::reason(t)],
             Rejection::Resources(list) => list.iter().map(|i| i.reason()).collect(),
+            Rejection::Volumes(list) => list.iter().map(|r| r.message().to_owned()).collect(),
         }
     }
 
@@ -253,18 +302,69 @@ pub struct PluginScores {
     pub skipped: bool,
 }
 
-/// Scores per plugin, and the weighted total used for selection.
+/// Scores per plugin of the default profile (C.21), each raw and
+/// normalised per scored node. The weighted sum is
+/// [`ScheduleResult::totals`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scores {
+    /// TaintToleration: intolerable `PreferNoSchedule` taints, reversed (C.41).
+    pub taint_toleration: PluginScores,
     /// NodeAffinity (C.5).
     pub node_affinity: PluginScores,
+    /// NodeResourcesFit, `LeastAllocated` (C.42).
+    pub node_resources_fit: PluginScores,
+    /// NodeResourcesBalancedAllocation (C.43).
+    pub node_resources_balanced_allocation: PluginScores,
+    /// PodTopologySpread (C.44).
+    pub pod_topology_spread: PluginScores,
     /// InterPodAffinity (C.18–C.20).
     pub inter_pod_affinity: PluginScores,
-    /// `2 × nodeAffinity + 2 × interPodAffinity` normalised (default plugin
-    /// weights, C.21).
-    pub total: BTreeMap<String, i64>,
+    /// ImageLocality (C.45).
+    pub image_locality: PluginScores,
 }
+
+impl Scores {
+    /// The plugin's scores, for the score plugins of [`SCORE_WEIGHTS`].
+    pub fn get(&self, plugin: Plugin) -> Option<&PluginScores> {
+        Some(match plugin {
+            Plugin::TaintToleration => &self.taint_toleration,
+            Plugin::NodeAffinity => &self.node_affinity,
+            Plugin::NodeResourcesFit => &self.node_resources_fit,
+            Plugin::NodeResourcesBalancedAllocation => &self.node_resources_balanced_allocation,
+            Plugin::PodTopologySpread => &self.pod_topology_spread,
+            Plugin::InterPodAffinity => &self.inter_pod_affinity,
+            Plugin::ImageLocality => &self.image_locality,
+            _ => return None,
+        })
+    }
+
+    /// Mutable access, as [`Scores::get`].
+    pub fn get_mut(&mut self, plugin: Plugin) -> Option<&mut PluginScores> {
+        Some(match plugin {
+            Plugin::TaintToleration => &mut self.taint_toleration,
+            Plugin::NodeAffinity => &mut self.node_affinity,
+            Plugin::NodeResourcesFit => &mut self.node_resources_fit,
+            Plugin::NodeResourcesBalancedAllocation => &mut self.node_resources_balanced_allocation,
+            Plugin::PodTopologySpread => &mut self.pod_topology_spread,
+            Plugin::InterPodAffinity => &mut self.inter_pod_affinity,
+            Plugin::ImageLocality => &mut self.image_locality,
+            _ => return None,
+        })
+    }
+}
+
+/// The default profile's score plugins and their weights (C.21), in the
+/// profile's order.
+pub const SCORE_WEIGHTS: [(Plugin, i64); 7] = [
+    (Plugin::TaintToleration, 3),
+    (Plugin::NodeAffinity, 2),
+    (Plugin::NodeResourcesFit, 1),
+    (Plugin::PodTopologySpread, 2),
+    (Plugin::InterPodAffinity, 2),
+    (Plugin::NodeResourcesBalancedAllocation, 1),
+    (Plugin::ImageLocality, 1),
+];
 
 /// Filter and score of one pod over the cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -278,7 +378,11 @@ pub struct ScheduleResult {
     pub unschedulable: BTreeMap<String, Failure>,
     /// Scores of the scored nodes (feasible, or all with `scoreAllNodes`).
     pub scores: Scores,
-    /// The chosen node: highest total, ties to the smallest node name.
+    /// Per scored node, the sum of every plugin's normalised score times
+    /// its weight (C.21).
+    pub totals: BTreeMap<String, i64>,
+    /// The chosen node: highest total, ties to the first node in name
+    /// order (C.22).
     pub selected: Option<String>,
     /// A pod-level error that stops scheduling although nodes may be
     /// feasible (an unparsable preferred node affinity term fails PreScore,

@@ -5,7 +5,7 @@ mod oracle;
 mod support;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube_scheduler_sim::{ClusterState, Options};
+use kube_scheduler_sim::{ClusterState, Options, capacity_copy};
 use oracle as reference;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -485,4 +485,50 @@ fn before_count(c: &Cluster) -> usize {
                 .is_some_and(|n| names.contains(n))
         })
         .count()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Capacity (C.40): every copy it reports was feasible, by the
+    /// brute-force reference, on its node when it was placed; the same
+    /// copies placed on a fresh state all fit; and, unless the limit was
+    /// reached, one more copy fits nowhere, with the reported reason.
+    #[test]
+    fn capacity_count_is_schedulable_and_one_more_copy_is_not(c in cluster(), max in 0..12usize) {
+        let fresh = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let mut state = fresh.clone();
+        let cap = state.capacity(&c.incoming, max, &c.opts).unwrap();
+        prop_assert_eq!(cap.copies.len(), cap.count);
+        prop_assert_eq!(cap.nodes.values().sum::<usize>(), cap.count);
+        prop_assert!(cap.count <= max);
+        prop_assert_eq!(cap.limit_reached, cap.reason.is_none());
+        prop_assert_eq!(cap.limit_reached, cap.count == max);
+
+        let copies: Vec<Pod> = cap
+            .copies
+            .iter()
+            .map(|p| capacity_copy(&c.incoming, p.pod.rsplit('/').next().unwrap()))
+            .collect();
+        let mut pods = c.pods.clone();
+        for (copy, placed) in copies.iter().zip(&cap.copies) {
+            let node = placed.node.clone().unwrap();
+            let r = reference::evaluate(&c.nodes, &c.namespaces, &pods, copy, &c.opts);
+            prop_assert!(r.feasible.contains(&node), "{} on {}: {:?}", placed.pod, node, r.unschedulable.get(&node));
+            let mut bound = copy.clone();
+            bound.spec.as_mut().unwrap().node_name = Some(node);
+            pods.push(bound);
+        }
+        let mut replay = fresh.clone();
+        let batch = replay.place_batch(&copies, &c.opts).unwrap();
+        prop_assert!(batch.placements.iter().all(|p| p.node.is_some()));
+
+        if !cap.limit_reached {
+            let next = capacity_copy(&c.incoming, "incoming-copy-next");
+            let r = reference::evaluate(&c.nodes, &c.namespaces, &pods, &next, &c.opts);
+            prop_assert_eq!(r.selected, None);
+            prop_assert_eq!(r.error.or(r.summary), cap.reason.clone());
+            prop_assert_eq!(replay.place(&next, &c.opts).unwrap().reason, cap.reason);
+        }
+    }
 }

@@ -1,9 +1,11 @@
 //! `schedule --pod NAMESPACE/NAME [...]` and `schedule --all`: kube-scheduler's
-//! filters and scores over the Nodes, Namespaces and Pods of the input.
+//! filters and scores over the Nodes, Namespaces and Pods of the input, with
+//! the PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
+//! the volume filters read.
 //!
 //! Per node, `unschedulable` gives the first rejecting filter's reason in the
 //! default profile's order (cordon, node name, taints, node affinity, host
-//! ports, resources, topology spread, pod (anti-)affinity); when no node is
+//! ports, resources, volumes, topology spread, pod (anti-)affinity); when no node is
 //! feasible, `summary` is kube-scheduler's FitError line (`0/3 nodes are
 //! available: 1 Insufficient cpu, ...`), also printed under the table's
 //! heading.
@@ -14,7 +16,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube_scheduler_sim::{self as scheduler, Options, ScheduleResult, schedule};
+use kube_scheduler_sim::{
+    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, Snapshot, StorageObjects,
+    Workloads,
+};
 use serde_json::{Value, json};
 
 use crate::cli::ObjectRef;
@@ -30,6 +35,11 @@ pub struct Cluster {
     pub namespaces: Vec<Namespace>,
     /// Pods that are not terminated, by `namespace/name`.
     pub pods: Vec<Pod>,
+    /// Claims, volumes, storage classes and CSINodes (the volume filters).
+    pub storage: StorageObjects,
+    /// Services, ReplicationControllers, ReplicaSets and StatefulSets: the
+    /// selectors of kube-scheduler's default topology spreading.
+    pub workloads: Workloads,
 }
 
 impl Cluster {
@@ -49,8 +59,24 @@ impl Cluster {
                 .filter(|pod| !is_terminated(pod))
                 .cloned()
                 .collect(),
+            storage: StorageObjects {
+                claims: objects(&inventory.persistent_volume_claims),
+                volumes: objects(&inventory.persistent_volumes),
+                classes: objects(&inventory.storage_classes),
+                csi_nodes: objects(&inventory.csi_nodes),
+            },
+            workloads: Workloads {
+                services: objects(&inventory.services),
+                replication_controllers: objects(&inventory.replication_controllers),
+                replica_sets: objects(&inventory.replica_sets),
+                stateful_sets: objects(&inventory.stateful_sets),
+            },
         }
     }
+}
+
+fn objects<T: Clone>(objects: &crate::manifest::Objects<T>) -> Vec<T> {
+    objects.values().map(|l| l.object.clone()).collect()
 }
 
 fn is_terminated(pod: &Pod) -> bool {
@@ -82,15 +108,15 @@ pub fn evaluate(
 ) -> Result<ScheduleResult, CommandError> {
     require_pod(inventory, pod)?;
     let cluster = Cluster::from_inventory(inventory);
-    let result = schedule(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &cluster.pods,
-        &pod.namespace,
-        &pod.name,
-        options,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
+    let snapshot = Snapshot {
+        nodes: &cluster.nodes,
+        namespaces: &cluster.namespaces,
+        pods: &cluster.pods,
+        workloads: &cluster.workloads,
+        storage: &cluster.storage,
+    };
+    let result = scheduler::schedule_snapshot(&snapshot, &pod.namespace, &pod.name, options)
+        .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
     if let Some(error) = &result.error {
         return Err(CommandError::Input(format!(
             "pod {pod} cannot be scheduled at all: {error}"
@@ -110,17 +136,8 @@ pub fn run_one(
     let document = json!({
         "feasible": result.feasible,
         "unschedulable": result.unschedulable.iter().map(|(node, failure)| (node.clone(), Value::String(failure.message.clone()))).collect::<serde_json::Map<_, _>>(),
-        "scores": {
-            "nodeAffinity": {
-                "raw": scores.node_affinity.raw,
-                "normalized": scores.node_affinity.normalized,
-            },
-            "interPodAffinity": {
-                "raw": scores.inter_pod_affinity.raw,
-                "normalized": scores.inter_pod_affinity.normalized,
-                "skipped": scores.inter_pod_affinity.skipped,
-            },
-        },
+        "scores": scores,
+        "totals": result.totals,
         "selected": result.selected,
         "summary": result.summary,
     });
@@ -136,26 +153,39 @@ pub fn run_one(
     text.push('\n');
     let node_names: Vec<String> = inventory.nodes.keys().map(|key| key.name.clone()).collect();
     let score = |map: &BTreeMap<String, i64>, node: &str| or_dash(map.get(node));
+    // Normalised score per plugin, in the profile's order, then the
+    // weighted total (C.21).
+    let mut header = vec!["node", "feasible"];
+    header.extend(SCORE_WEIGHTS.iter().map(|(plugin, _)| short_name(*plugin)));
+    header.extend(["total", "reason"]);
     text.push_str(&table(
-        &[
-            "node",
-            "feasible",
-            "node affinity",
-            "inter-pod affinity",
-            "total",
-            "reason",
-        ],
+        &header,
         node_names.iter().map(|node| {
             let failure = result.unschedulable.get(node);
-            [
+            let mut row = vec![
                 node.clone(),
                 if failure.is_none() { "yes" } else { "no" }.to_owned(),
-                score(&scores.node_affinity.normalized, node),
-                score(&scores.inter_pod_affinity.normalized, node),
-                score(&scores.total, node),
-                failure.map(|f| f.message.clone()).unwrap_or_default(),
-            ]
+            ];
+            for (plugin, _) in SCORE_WEIGHTS {
+                row.push(
+                    scores
+                        .get(plugin)
+                        .map(|s| score(&s.normalized, node))
+                        .unwrap_or_default(),
+                );
+            }
+            row.push(score(&result.totals, node));
+            row.push(failure.map(|f| f.message.clone()).unwrap_or_default());
+            row
         }),
+    ));
+    text.push_str(&format!(
+        "\nweights: {}\n",
+        SCORE_WEIGHTS
+            .iter()
+            .map(|(plugin, weight)| format!("{} ×{weight}", short_name(*plugin)))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     Ok(Output {
         document,
@@ -163,15 +193,33 @@ pub fn run_one(
     })
 }
 
+/// A score plugin's column header.
+fn short_name(plugin: Plugin) -> &'static str {
+    match plugin {
+        Plugin::TaintToleration => "taints",
+        Plugin::NodeAffinity => "node aff.",
+        Plugin::NodeResourcesFit => "least alloc.",
+        Plugin::NodeResourcesBalancedAllocation => "balanced",
+        Plugin::PodTopologySpread => "spread",
+        Plugin::InterPodAffinity => "pod aff.",
+        Plugin::ImageLocality => "images",
+        _ => "?",
+    }
+}
+
 /// `schedule --all`: every unbound pod placed in order of creation time,
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let batch =
-        scheduler::schedule_all(&cluster.nodes, &cluster.namespaces, &cluster.pods, options)
-            .map_err(|error| {
-                CommandError::Input(format!("cannot place the pending pods: {error}"))
-            })?;
+    let snapshot = Snapshot {
+        nodes: &cluster.nodes,
+        namespaces: &cluster.namespaces,
+        pods: &cluster.pods,
+        workloads: &cluster.workloads,
+        storage: &cluster.storage,
+    };
+    let batch = scheduler::schedule_all_snapshot(&snapshot, options)
+        .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()

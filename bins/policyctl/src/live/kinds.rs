@@ -27,6 +27,14 @@ pub enum Kind {
     Namespace,
     /// `v1` Pod, in every namespace.
     Pod,
+    /// `v1` Service, in every namespace.
+    Service,
+    /// `v1` ReplicationController, in every namespace.
+    ReplicationController,
+    /// `apps/v1` ReplicaSet, in every namespace.
+    ReplicaSet,
+    /// `apps/v1` StatefulSet, in every namespace.
+    StatefulSet,
     /// `v1` PersistentVolumeClaim, in every namespace.
     PersistentVolumeClaim,
     /// `v1` PersistentVolume.
@@ -35,6 +43,8 @@ pub enum Kind {
     StorageClass,
     /// `storage.k8s.io/v1` VolumeAttachment.
     VolumeAttachment,
+    /// `storage.k8s.io/v1` CSINode.
+    CSINode,
     /// `velero.io/v1` Backup, in Velero's namespace.
     Backup,
     /// `velero.io/v1` PodVolumeBackup, in Velero's namespace.
@@ -121,15 +131,20 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 26] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
         Kind::Pod,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::PersistentVolumeClaim,
         Kind::PersistentVolume,
         Kind::StorageClass,
         Kind::VolumeAttachment,
+        Kind::CSINode,
         Kind::Backup,
         Kind::PodVolumeBackup,
         Kind::PodVolumeRestore,
@@ -154,6 +169,22 @@ impl Kind {
                 Kind::Node => ("", &["v1"], "Node", "nodes", Cluster),
                 Kind::Namespace => ("", &["v1"], "Namespace", "namespaces", Cluster),
                 Kind::Pod => ("", &["v1"], "Pod", "pods", AllNamespaces),
+                Kind::Service => ("", &["v1"], "Service", "services", AllNamespaces),
+                Kind::ReplicationController => (
+                    "",
+                    &["v1"],
+                    "ReplicationController",
+                    "replicationcontrollers",
+                    AllNamespaces,
+                ),
+                Kind::ReplicaSet => ("apps", &["v1"], "ReplicaSet", "replicasets", AllNamespaces),
+                Kind::StatefulSet => (
+                    "apps",
+                    &["v1"],
+                    "StatefulSet",
+                    "statefulsets",
+                    AllNamespaces,
+                ),
                 Kind::PersistentVolumeClaim => (
                     "",
                     &["v1"],
@@ -182,6 +213,7 @@ impl Kind {
                     "volumeattachments",
                     Cluster,
                 ),
+                Kind::CSINode => ("storage.k8s.io", &["v1"], "CSINode", "csinodes", Cluster),
                 Kind::Backup => ("velero.io", &["v1"], "Backup", "backups", VeleroNamespace),
                 Kind::PodVolumeBackup => (
                     "velero.io",
@@ -282,11 +314,26 @@ impl Kind {
 /// are ConfigMaps in Velero's namespace.
 const CONFIG: &[Kind] = &[Kind::ConfigMap];
 const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
+/// The objects kube-scheduler's default topology spreading takes its
+/// selectors from (`schedule` scores).
+const WORKLOADS: &[Kind] = &[
+    Kind::Service,
+    Kind::ReplicationController,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+];
 const STORAGE: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
     Kind::StorageClass,
     Kind::VolumeAttachment,
+];
+/// What kube-scheduler's volume filters read.
+const VOLUMES: &[Kind] = &[
+    Kind::PersistentVolumeClaim,
+    Kind::PersistentVolume,
+    Kind::StorageClass,
+    Kind::CSINode,
 ];
 const DATA_PATH: &[Kind] = &[
     Kind::DataUpload,
@@ -331,7 +378,7 @@ pub fn needs(command: &Command) -> Needs {
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
-        Command::Schedule(_) => &[SCHEDULING],
+        Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",
@@ -341,7 +388,7 @@ pub fn needs(command: &Command) -> Needs {
             Some(HostLabelsAction::Sanitize { .. }) => return Needs::Nothing,
             None => &[SCHEDULING, &[Kind::Machine]],
         },
-        Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, DATA_PATH],
+        Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, VOLUMES, DATA_PATH],
         Command::Modules(_) => &[CLUSTER_API],
         Command::Report(_) => &[&Kind::ALL],
         Command::Rbac(_) => return Needs::Nothing,

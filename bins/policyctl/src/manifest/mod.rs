@@ -381,6 +381,18 @@ fn add_object(
         ("v1", "Node") => insert(&mut inventory.nodes, origin, kind, false, value),
         ("v1", "Namespace") => insert(&mut inventory.namespaces, origin, kind, false, value),
         ("v1", "Pod") => insert(&mut inventory.pods, origin, kind, true, value),
+        ("v1", "Service") => insert(&mut inventory.services, origin, kind, true, value),
+        ("v1", "ReplicationController") => insert(
+            &mut inventory.replication_controllers,
+            origin,
+            kind,
+            true,
+            value,
+        ),
+        ("apps/v1", "ReplicaSet") => insert(&mut inventory.replica_sets, origin, kind, true, value),
+        ("apps/v1", "StatefulSet") => {
+            insert(&mut inventory.stateful_sets, origin, kind, true, value)
+        }
         ("v1", "PersistentVolumeClaim") => insert(
             &mut inventory.persistent_volume_claims,
             origin,
@@ -397,6 +409,9 @@ fn add_object(
         ),
         ("storage.k8s.io/v1", "StorageClass") => {
             insert(&mut inventory.storage_classes, origin, kind, false, value)
+        }
+        ("storage.k8s.io/v1", "CSINode") => {
+            insert(&mut inventory.csi_nodes, origin, kind, false, value)
         }
         ("storage.k8s.io/v1", "VolumeAttachment") => insert(
             &mut inventory.volume_attachments,
@@ -605,6 +620,33 @@ impl Unread for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+/// Workloads are read for their selectors (kube-scheduler's default
+/// topology spreading): their pod templates are dropped.
+impl Unread for k8s_openapi::api::apps::v1::ReplicaSet {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = None;
+        }
+    }
+}
+
+impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = Default::default();
+            spec.volume_claim_templates = None;
+        }
+    }
+}
+
+impl Unread for k8s_openapi::api::core::v1::ReplicationController {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = None;
+        }
+    }
+}
+
 macro_rules! read_whole {
     ($($kind:ty),* $(,)?) => { $(impl Unread for $kind {})* };
 }
@@ -613,10 +655,12 @@ read_whole!(
     k8s_openapi::api::core::v1::ConfigMap,
     k8s_openapi::api::core::v1::Node,
     k8s_openapi::api::core::v1::Namespace,
+    k8s_openapi::api::core::v1::Service,
     k8s_openapi::api::core::v1::PersistentVolumeClaim,
     k8s_openapi::api::core::v1::PersistentVolume,
     k8s_openapi::api::storage::v1::StorageClass,
     k8s_openapi::api::storage::v1::VolumeAttachment,
+    k8s_openapi::api::storage::v1::CSINode,
     velero_api::Backup,
     velero_api::PodVolumeBackup,
     velero_api::PodVolumeRestore,
