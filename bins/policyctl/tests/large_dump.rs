@@ -23,7 +23,10 @@ fn large_cluster() -> Inventory {
     );
     let mut sources = bundled::example_sources();
     // The management cluster's Cluster API objects, for `modules`.
-    let management = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/management-cluster");
+    let management = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/management-cluster"
+    );
     for file in ["cluster.yaml", "control-plane.yaml", "workers.yaml"] {
         let path = format!("{management}/{file}");
         let text = std::fs::read_to_string(&path).expect("example file");

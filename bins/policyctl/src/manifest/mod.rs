@@ -202,7 +202,10 @@ pub(super) struct Filed<'a> {
 /// `apiVersion` or `kind` (the fast YAML reader gives no defaults, since a
 /// YAML list names its kind after its items), or a header that does not
 /// decode.
-pub(super) fn filed_item<'a>(text: &'a str, defaults: Option<(&'a str, &'a str)>) -> Option<Filed<'a>> {
+pub(super) fn filed_item<'a>(
+    text: &'a str,
+    defaults: Option<(&'a str, &'a str)>,
+) -> Option<Filed<'a>> {
     let header = serde_json::from_str::<ItemHeader<'a>>(text).ok()?;
     let (default_api_version, default_kind) = defaults.unwrap_or_default();
     let api_version = header
@@ -211,7 +214,9 @@ pub(super) fn filed_item<'a>(text: &'a str, defaults: Option<(&'a str, &'a str)>
     let kind = header.kind.unwrap_or(Cow::Borrowed(default_kind));
     let plain = !api_version.is_empty() && !kind.is_empty() && !kind.ends_with("List");
     plain.then(|| {
-        let (name, namespace) = header.metadata.map_or((None, None), |m| (m.name, m.namespace));
+        let (name, namespace) = header
+            .metadata
+            .map_or((None, None), |m| (m.name, m.namespace));
         Filed {
             api_version,
             kind,
