@@ -3,6 +3,7 @@
 //! the `-o json` contract (docs/policyctl.md) and a table.
 
 mod affinity;
+mod capacity;
 mod concurrency;
 mod config_check;
 mod config_source;
@@ -148,6 +149,7 @@ pub fn execute(
             }
             .map(CommandResult::success)
         }
+        Command::Capacity(args) => capacity::run(inventory, args).map(CommandResult::success),
         Command::Hosts { action } => hosts::run(inventory, action).map(CommandResult::success),
         Command::HostLabels(args) => match &args.action {
             Some(HostLabelsAction::Sanitize { value }) => {

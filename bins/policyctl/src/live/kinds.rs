@@ -45,6 +45,10 @@ pub enum Kind {
     DataUpload,
     /// `velero.io/v2alpha1` DataDownload, in Velero's namespace.
     DataDownload,
+    /// `apps/v1` Deployment, in every namespace (pod templates).
+    Deployment,
+    /// `apps/v1` StatefulSet, in every namespace (pod templates).
+    StatefulSet,
     /// Cluster API Machine, in every namespace.
     Machine,
     /// Cluster API Cluster, in every namespace.
@@ -121,7 +125,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 23] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
@@ -135,6 +139,8 @@ impl Kind {
         Kind::PodVolumeRestore,
         Kind::DataUpload,
         Kind::DataDownload,
+        Kind::Deployment,
+        Kind::StatefulSet,
         Kind::Machine,
         Kind::Cluster,
         Kind::KubeadmControlPlane,
@@ -211,6 +217,14 @@ impl Kind {
                     "datadownloads",
                     VeleroNamespace,
                 ),
+                Kind::Deployment => ("apps", &["v1"], "Deployment", "deployments", AllNamespaces),
+                Kind::StatefulSet => (
+                    "apps",
+                    &["v1"],
+                    "StatefulSet",
+                    "statefulsets",
+                    AllNamespaces,
+                ),
                 Kind::Machine => (
                     "cluster.x-k8s.io",
                     CAPI_VERSIONS,
@@ -282,6 +296,8 @@ impl Kind {
 /// are ConfigMaps in Velero's namespace.
 const CONFIG: &[Kind] = &[Kind::ConfigMap];
 const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
+/// Workloads whose pod template `capacity --workload` copies.
+const WORKLOADS: &[Kind] = &[Kind::Deployment, Kind::StatefulSet];
 const STORAGE: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
@@ -332,6 +348,7 @@ pub fn needs(command: &Command) -> Needs {
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
         Command::Schedule(_) => &[SCHEDULING],
+        Command::Capacity(_) => &[SCHEDULING, WORKLOADS],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",

@@ -349,6 +349,10 @@ fn add_object(
             false,
             value,
         ),
+        ("apps/v1", "Deployment") => insert(&mut inventory.deployments, origin, kind, true, value),
+        ("apps/v1", "StatefulSet") => {
+            insert(&mut inventory.stateful_sets, origin, kind, true, value)
+        }
         ("velero.io/v1", "Backup") => insert(&mut inventory.backups, origin, kind, true, value),
         ("velero.io/v1", "PodVolumeBackup") => {
             insert(&mut inventory.pod_volume_backups, origin, kind, true, value)
@@ -566,6 +570,8 @@ read_whole!(
     velero_api::PodVolumeRestore,
     velero_api::DataUpload,
     velero_api::DataDownload,
+    k8s_openapi::api::apps::v1::Deployment,
+    k8s_openapi::api::apps::v1::StatefulSet,
     kube_adapters::capi::Machine,
     kube_adapters::capi::Cluster,
     kube_adapters::capi::KubeadmControlPlane,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::hosts::HostInventory;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -82,6 +83,11 @@ pub struct Inventory {
     pub storage_classes: Objects<StorageClass>,
     /// `storage.k8s.io/v1` VolumeAttachments.
     pub volume_attachments: Objects<VolumeAttachment>,
+    /// `apps/v1` Deployments (their pod template: `capacity --workload`,
+    /// the report's spare-replica section).
+    pub deployments: Objects<Deployment>,
+    /// `apps/v1` StatefulSets (their pod template: `capacity --workload`).
+    pub stateful_sets: Objects<StatefulSet>,
     /// `velero.io/v1` Backups.
     pub backups: Objects<Backup>,
     /// `velero.io/v1` PodVolumeBackups.
@@ -127,6 +133,8 @@ impl Inventory {
             ("DataDownload", self.data_downloads.len()),
             ("Machine", self.machines.len()),
             ("HostInventory", self.host_inventories.len()),
+            ("Deployment", self.deployments.len()),
+            ("StatefulSet", self.stateful_sets.len()),
         ];
         if !self.cluster_api.is_empty() {
             counts.extend(self.cluster_api.counts());
