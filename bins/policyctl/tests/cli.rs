@@ -4,7 +4,7 @@
 mod common;
 
 use clap::CommandFactory;
-use common::{example, ok, run, run_with_stdin};
+use common::{ok, run, run_with_stdin};
 use policyctl::{Cli, Exit};
 
 #[test]

@@ -1,4 +1,4 @@
-//! Capacity: how many more pods like this one fit (C.32).
+//! Capacity: how many more pods like this one fit (C.40).
 //!
 //! Copies of the pod are placed one after another with the whole profile
 //! ([`ClusterState::place`]: every filter, scores, selection, AddPod), each

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_scheduler_sim::{Capacity, DEFAULT_MAX_COPIES, Options, capacity};
+use kube_scheduler_sim::{Capacity, ClusterState, DEFAULT_MAX_COPIES, Options, capacity};
 use serde_json::{Value, json};
 
 use crate::cli::{CapacityArgs, WorkloadKind, WorkloadRef};
@@ -217,6 +217,8 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
     let mut rows = Vec::new();
     let mut reasons = Vec::new();
     let mut document = BTreeMap::new();
+    // One state for every Deployment, cloned for each run.
+    let mut state: Option<Result<ClusterState, String>> = None;
     for (key, located) in &inventory.deployments {
         let Some(spec) = located.object.spec.as_ref() else {
             continue;
@@ -228,7 +230,24 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
         let pod = template_pod(&key.namespace, &key.name, &spec.template);
         let replicas = spec.replicas.unwrap_or(1);
         let name = format!("{}/{}", key.namespace, key.name);
-        match compute(inventory, &pod, DEFAULT_MAX_COPIES) {
+        let state = state.get_or_insert_with(|| {
+            let cluster = Cluster::from_inventory(inventory);
+            let options = Options::default();
+            ClusterState::from_snapshot(
+                &cluster.nodes,
+                &cluster.namespaces,
+                &cluster.pods,
+                options.merge_match_label_keys,
+            )
+            .map_err(|error| format!("cannot compute the capacity: {error}"))
+        });
+        let outcome = state.as_ref().map_err(Clone::clone).and_then(|state| {
+            state
+                .clone()
+                .capacity(&pod, DEFAULT_MAX_COPIES, &Options::default())
+                .map_err(|error| format!("cannot compute the capacity: {error}"))
+        });
+        match outcome {
             Ok(result) => {
                 let nodes = result
                     .nodes
@@ -280,7 +299,7 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
                 reasons.push([name.clone(), format!("error: {error}")]);
                 document.insert(
                     name,
-                    json!({"replicas": replicas, "antiAffinityKeys": keys, "error": error.to_string()}),
+                    json!({"replicas": replicas, "antiAffinityKeys": keys, "error": error}),
                 );
             }
         }
