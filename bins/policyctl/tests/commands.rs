@@ -121,20 +121,34 @@ fn every_contract_key_is_present() {
     let schedule = json(&["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"]);
     assert_eq!(
         keys(&schedule),
-        ["feasible", "scores", "selected", "summary", "unschedulable"]
+        [
+            "feasible",
+            "scores",
+            "selected",
+            "summary",
+            "totals",
+            "unschedulable"
+        ]
     );
     assert_eq!(
         keys(&schedule["scores"]),
-        ["interPodAffinity", "nodeAffinity"]
+        [
+            "imageLocality",
+            "interPodAffinity",
+            "nodeAffinity",
+            "nodeResourcesBalancedAllocation",
+            "nodeResourcesFit",
+            "podTopologySpread",
+            "taintToleration"
+        ]
     );
-    assert_eq!(
-        keys(&schedule["scores"]["interPodAffinity"]),
-        ["normalized", "raw", "skipped"]
-    );
-    assert_eq!(
-        keys(&schedule["scores"]["nodeAffinity"]),
-        ["normalized", "raw"]
-    );
+    for plugin in keys(&schedule["scores"]) {
+        assert_eq!(
+            keys(&schedule["scores"][&plugin]),
+            ["normalized", "raw", "skipped"],
+            "{plugin}"
+        );
+    }
     assert_eq!(
         keys(&json(&["schedule", "--all"])),
         ["assignments", "unschedulable"]

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{AllNodes, CoreEval, evaluate, normalize_max, normalize_min_max, select};
-use crate::result::{Failure, Options, OptionsError, PluginScores, ScheduleResult, Scores};
+use crate::profile::{AllNodes, CoreEval, evaluate, select, totals};
+use crate::result::{Failure, Options, OptionsError, PluginScores, SCORE_WEIGHTS, ScheduleResult};
 use crate::state::{ClusterState, PodId, StateError};
+use crate::workloads::Workloads;
 
 /// Why an entry point could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -154,42 +155,32 @@ impl ClusterState {
             .iter()
             .map(|i| self.nodes[*i as usize].name.as_str())
             .collect();
-        let fill = |raw: Option<&Vec<i64>>, norm: fn(&[i64]) -> Vec<i64>| -> PluginScores {
-            match raw {
+        let by_node = |values: &[i64]| -> BTreeMap<String, i64> {
+            names
+                .iter()
+                .map(|n| n.to_string())
+                .zip(values.iter().copied())
+                .collect()
+        };
+        for (plugin, _) in SCORE_WEIGHTS {
+            let computed = core.scores.iter().find(|p| p.plugin == plugin);
+            let scores = match computed.and_then(|p| p.result.as_ref()) {
+                Some((raw, normalized)) => PluginScores {
+                    raw: by_node(raw),
+                    normalized: by_node(normalized),
+                    skipped: false,
+                },
                 None => PluginScores {
                     skipped: true,
                     ..Default::default()
                 },
-                Some(raw) => PluginScores {
-                    raw: names
-                        .iter()
-                        .map(|n| n.to_string())
-                        .zip(raw.iter().copied())
-                        .collect(),
-                    normalized: names.iter().map(|n| n.to_string()).zip(norm(raw)).collect(),
-                    skipped: false,
-                },
-            }
-        };
-        if core.score_error.is_none() && !core.scored.is_empty() {
-            let node_affinity = fill(core.node_affinity.as_ref(), normalize_max);
-            let inter_pod_affinity = fill(core.inter_pod.as_ref(), normalize_min_max);
-            let total = names
-                .iter()
-                .map(|n| {
-                    let na = node_affinity.normalized.get(*n).copied().unwrap_or(0);
-                    let ip = inter_pod_affinity.normalized.get(*n).copied().unwrap_or(0);
-                    (n.to_string(), 2 * na + 2 * ip)
-                })
-                .collect();
-            res.scores = Scores {
-                node_affinity,
-                inter_pod_affinity,
-                total,
             };
-        } else {
-            res.scores.node_affinity.skipped = true;
-            res.scores.inter_pod_affinity.skipped = true;
+            if let Some(slot) = res.scores.get_mut(plugin) {
+                *slot = scores;
+            }
+        }
+        if !core.scores.is_empty() {
+            res.totals = by_node(&totals(core));
         }
         res.selected = select(self, core).map(|i| self.nodes[i as usize].name.clone());
         res
@@ -235,6 +226,29 @@ pub fn schedule(
     name: &str,
     opts: &Options,
 ) -> Result<ScheduleResult, ScheduleError> {
+    schedule_with_workloads(
+        nodes,
+        namespaces,
+        pods,
+        &Workloads::default(),
+        namespace,
+        name,
+        opts,
+    )
+}
+
+/// [`schedule`] with the Services, ReplicationControllers, ReplicaSets and
+/// StatefulSets of the snapshot, whose selectors PodTopologySpread's
+/// system-default constraints use (C.46).
+pub fn schedule_with_workloads(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    workloads: &Workloads,
+    namespace: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<ScheduleResult, ScheduleError> {
     opts.validate()?;
     let is_target = |p: &Pod| {
         p.metadata.namespace.as_deref().unwrap_or("default") == namespace
@@ -245,8 +259,9 @@ pub fn schedule(
         .find(|p| is_target(p))
         .ok_or_else(|| ScheduleError::UnknownPod(format!("{namespace}/{name}")))?;
     let others: Vec<Pod> = pods.iter().filter(|p| !is_target(p)).cloned().collect();
-    let state =
+    let mut state =
         ClusterState::from_snapshot(nodes, namespaces, &others, opts.merge_match_label_keys)?;
+    state.add_workloads(workloads);
     let mut incoming = target.clone();
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;
@@ -263,9 +278,22 @@ pub fn schedule_all(
     pods: &[Pod],
     opts: &Options,
 ) -> Result<BatchResult, ScheduleError> {
+    schedule_all_with_workloads(nodes, namespaces, pods, &Workloads::default(), opts)
+}
+
+/// [`schedule_all`] with the snapshot's workloads (see
+/// [`schedule_with_workloads`]).
+pub fn schedule_all_with_workloads(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    workloads: &Workloads,
+    opts: &Options,
+) -> Result<BatchResult, ScheduleError> {
     opts.validate()?;
     let mut state =
         ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
+    state.add_workloads(workloads);
     let mut pending: Vec<&Pod> = pods
         .iter()
         .filter(|p| {

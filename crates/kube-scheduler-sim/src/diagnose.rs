@@ -114,6 +114,8 @@ pub fn diagnose(
         Plugin::NodePorts => explain_ports(state, &info, node),
         // Carried by `Rejection::Taint` / `Rejection::Resources` above.
         Plugin::TaintToleration | Plugin::NodeResourcesFit => String::new(),
+        // Score-only plugins never reject a node.
+        Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => String::new(),
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();

@@ -55,17 +55,23 @@ mod result;
 mod selector;
 mod state;
 pub mod taints;
+mod workloads;
 
 pub use admission::apply_match_label_keys;
-pub use api::{BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all};
+pub use api::{
+    BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all,
+    schedule_all_with_workloads, schedule_with_workloads,
+};
 pub use capacity::{Capacity, DEFAULT_MAX_COPIES, capacity, capacity_copy};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 pub use pod_info::PodInfo;
 pub use result::{
-    Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, ScheduleResult, Scores,
+    Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, SCORE_WEIGHTS,
+    ScheduleResult, Scores,
 };
 pub use selector::PodSelector;
 pub use state::{ClusterState, PodId, StateError};
+pub use workloads::Workloads;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

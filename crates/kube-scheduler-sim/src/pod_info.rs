@@ -8,8 +8,9 @@ use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAf
 use kube_validation::ParseError;
 
 use crate::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
+use crate::plugins::image_locality::pod_images;
 use crate::plugins::node_ports::{HostPort, host_ports};
-use crate::resources::{QuantityProblem, Resources, pod_requests};
+use crate::resources::{QuantityProblem, Resources, pod_non_zero_requests, pod_requests};
 use crate::selector::PodSelector;
 
 /// Which namespaces a term looks at (C.7): a name set, or namespaces whose
@@ -123,12 +124,27 @@ pub struct PodInfo {
     /// C.16: `parsing pod: ...` when any (anti-)affinity term is unparsable.
     pub(crate) affinity_error: Option<String>,
     pub(crate) spread: Result<Vec<SpreadConstraint>, ParseError>,
+    /// The `ScheduleAnyway` constraints (PodTopologySpread's score, C.44).
+    pub(crate) soft_spread: Result<Vec<SpreadConstraint>, ParseError>,
+    /// Whether the pod declares any topology spread constraint (else the
+    /// system defaults apply to the score, C.46).
+    pub(crate) has_spread_constraints: bool,
+    /// The controller owner reference: (apiVersion, kind, name) (C.46).
+    pub(crate) controller: Option<(String, String, String)>,
     pub(crate) tolerations: Vec<Toleration>,
     /// Effective requests (NodeResourcesFit), or the quantity that does not
     /// parse.
     pub(crate) requests: Result<Resources, QuantityProblem>,
     /// Host ports (NodePorts).
     pub(crate) host_ports: Vec<HostPort>,
+    /// CPU (millicores) and memory counted by the resource scores, with
+    /// the 100m / 200 MiB defaults (C.42); zero when a quantity does not
+    /// parse (`requests` then holds the error).
+    pub(crate) non_zero_requests: (i64, i64),
+    /// Normalised images of the init and regular containers (C.45).
+    pub(crate) images: Vec<String>,
+    /// Init and regular containers (ImageLocality's upper threshold).
+    pub(crate) container_count: usize,
 }
 
 impl PodInfo {
@@ -214,6 +230,17 @@ impl PodInfo {
         };
         let labels = meta.labels.clone().unwrap_or_default();
         let spread = compile_spread(pod, &labels);
+        let soft_spread = compile_constraints(pod, &labels, "ScheduleAnyway");
+        let has_spread_constraints = spec
+            .and_then(|s| s.topology_spread_constraints.as_ref())
+            .is_some_and(|c| !c.is_empty());
+        let controller = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| (o.api_version.clone(), o.kind.clone(), o.name.clone()));
+        let (images, container_count) = pod_images(pod);
         Self {
             name: meta.name.clone().unwrap_or_default(),
             namespace,
@@ -242,9 +269,15 @@ impl PodInfo {
             has_preferred_pod_terms,
             affinity_error,
             spread,
+            soft_spread,
+            has_spread_constraints,
+            controller,
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
             requests: pod_requests(pod),
             host_ports: host_ports(pod),
+            non_zero_requests: pod_non_zero_requests(pod).unwrap_or_default(),
+            images,
+            container_count,
         }
     }
 
@@ -281,6 +314,16 @@ fn compile_spread(
     pod: &Pod,
     labels: &BTreeMap<String, String>,
 ) -> Result<Vec<SpreadConstraint>, ParseError> {
+    compile_constraints(pod, labels, "DoNotSchedule")
+}
+
+/// `filterTopologySpreadConstraints` for the constraints whose
+/// `whenUnsatisfiable` is `when` (C.23, C.44).
+fn compile_constraints(
+    pod: &Pod,
+    labels: &BTreeMap<String, String>,
+    when: &str,
+) -> Result<Vec<SpreadConstraint>, ParseError> {
     let mut out = Vec::new();
     let constraints = pod
         .spec
@@ -288,7 +331,7 @@ fn compile_spread(
         .and_then(|s| s.topology_spread_constraints.as_deref())
         .unwrap_or_default();
     for c in constraints {
-        if c.when_unsatisfiable != "DoNotSchedule" {
+        if c.when_unsatisfiable != when {
             continue;
         }
         let mut selector = PodSelector::compile(c.label_selector.as_ref())?;

@@ -1,17 +1,21 @@
 //! The indexed evaluator: the default profile's filters (NodeUnschedulable,
 //! NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
-//! PodTopologySpread, InterPodAffinity, in that order, C.31) and the NodeAffinity
-//! and InterPodAffinity scores of one pod over a [`ClusterState`].
+//! PodTopologySpread, InterPodAffinity, in that order, C.31) and its scores
+//! with their weights (C.21) of one pod over a [`ClusterState`].
 
+use crate::plugins::helper::default_normalize;
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
-use crate::plugins::pod_topology_spread::{spread_filter, spread_prefilter};
+use crate::plugins::pod_topology_spread::{
+    spread_filter, spread_prefilter, spread_score, system_default_constraints,
+};
 use crate::plugins::{
-    node_name, node_ports, node_resources_fit, node_unschedulable, taint_toleration,
+    image_locality, node_name, node_ports, node_resources_balanced_allocation, node_resources_fit,
+    node_unschedulable, taint_toleration,
 };
 use crate::pod_info::PodInfo;
-use crate::result::{Options, Reason, Rejection};
+use crate::result::{Options, Plugin, Reason, Rejection, SCORE_WEIGHTS};
 use crate::state::{ClusterState, NodeEntry};
 
 /// Everything the evaluation of one pod produces, by node index.
@@ -24,12 +28,22 @@ pub(crate) struct CoreEval {
     pub(crate) reasons: Vec<Option<Rejection>>,
     /// Scored node indexes (empty when scoring did not run).
     pub(crate) scored: Vec<u32>,
-    /// NodeAffinity raw scores for `scored`, None if skipped.
-    pub(crate) node_affinity: Option<Vec<i64>>,
-    /// InterPodAffinity raw scores for `scored`, None if skipped.
-    pub(crate) inter_pod: Option<Vec<i64>>,
+    /// Every score plugin of [`SCORE_WEIGHTS`], in that order, over
+    /// `scored` (empty when scoring did not run).
+    pub(crate) scores: Vec<PluginEval>,
     /// Error raised while scoring (C.5).
     pub(crate) score_error: Option<String>,
+}
+
+/// One score plugin over the scored nodes.
+pub(crate) struct PluginEval {
+    /// The plugin.
+    pub(crate) plugin: Plugin,
+    /// Its weight in the default profile.
+    pub(crate) weight: i64,
+    /// Raw and normalised scores aligned with `CoreEval::scored`; `None`
+    /// when the plugin skipped (PreScore returned Skip).
+    pub(crate) result: Option<(Vec<i64>, Vec<i64>)>,
 }
 
 /// A failure of PreFilter that applies to every node.
@@ -46,8 +60,7 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
         all_nodes: None,
         reasons: vec![None; n],
         scored: Vec::new(),
-        node_affinity: None,
-        inter_pod: None,
+        scores: Vec::new(),
         score_error: None,
     };
     // PreFilter, in plugin order NodeAffinity, NodeResourcesFit,
@@ -115,38 +128,119 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
     if out.scored.is_empty() {
         return out;
     }
-    match &pod.preferred_node {
+    // PreScore failures stop scheduling (C.5).
+    let node_affinity_terms = match &pod.preferred_node {
         Some(Err(e)) => {
             out.score_error = Some(format!("running PreScore plugin \"NodeAffinity\": {e}"));
             return out;
         }
+        Some(Ok(terms)) => Some(terms),
         // No preferred list: PreScore skips the plugin (C.5).
-        None => {}
-        // A list, even of weight-0 terms only: every node is scored.
-        Some(Ok(terms)) => {
-            out.node_affinity = Some(
-                out.scored
-                    .iter()
-                    .map(|i| {
-                        let e = &state.nodes[*i as usize];
-                        terms
-                            .iter()
-                            .filter(|(_, t)| t.matches(&e.name, &e.labels))
-                            .map(|(w, _)| *w)
-                            .sum()
-                    })
-                    .collect(),
-            );
+        None => None,
+    };
+    // PodTopologySpread PreScore: the pod's ScheduleAnyway constraints, or
+    // the system defaults when it declares none (C.44, C.46).
+    let soft_spread = if pod.has_spread_constraints {
+        match &pod.soft_spread {
+            Err(e) => {
+                out.score_error = Some(format!(
+                    "running PreScore plugin \"PodTopologySpread\": calculating preScoreState: obtaining pod's soft topology spread constraints: {e}"
+                ));
+                return out;
+            }
+            Ok(c) if c.is_empty() => None,
+            Ok(c) => Some(c.clone()),
         }
+    } else {
+        state
+            .workloads
+            .default_selector(pod)
+            .map(system_default_constraints)
+    };
+    let scored = std::mem::take(&mut out.scored);
+    let per_node = |f: &dyn Fn(&NodeEntry) -> i64| -> Vec<i64> {
+        scored
+            .iter()
+            .map(|i| f(&state.nodes[*i as usize]))
+            .collect()
+    };
+    for (plugin, weight) in SCORE_WEIGHTS {
+        let result = match plugin {
+            Plugin::TaintToleration => {
+                let raw = per_node(&|e| taint_toleration::score(&e.taints, &pod.tolerations));
+                let normalized = default_normalize(&raw, true);
+                Some((raw, normalized))
+            }
+            // A list, even of weight-0 terms only: every node is scored.
+            Plugin::NodeAffinity => node_affinity_terms.map(|terms| {
+                let raw = per_node(&|e| {
+                    terms
+                        .iter()
+                        .filter(|(_, t)| t.matches(&e.name, &e.labels))
+                        .map(|(w, _)| *w)
+                        .sum()
+                });
+                let normalized = default_normalize(&raw, false);
+                (raw, normalized)
+            }),
+            Plugin::NodeResourcesFit => {
+                let raw = per_node(&|e| {
+                    node_resources_fit::least_allocated_score(
+                        pod.non_zero_requests,
+                        e.non_zero_requested,
+                        e.allocatable.as_ref(),
+                    )
+                });
+                Some((raw.clone(), raw))
+            }
+            Plugin::NodeResourcesBalancedAllocation => {
+                (!node_resources_balanced_allocation::skips(requests)).then(|| {
+                    let raw = per_node(&|e| {
+                        node_resources_balanced_allocation::score(
+                            requests,
+                            &e.requested,
+                            e.allocatable.as_ref(),
+                        )
+                    });
+                    (raw.clone(), raw)
+                })
+            }
+            Plugin::PodTopologySpread => soft_spread.as_deref().map(|constraints| {
+                spread_score(state, pod, &scored, constraints, pod.has_spread_constraints)
+            }),
+            Plugin::InterPodAffinity => interpod_score_map(state, pod, opts).map(|map| {
+                let raw: Vec<i64> = scored
+                    .iter()
+                    .map(|i| interpod_raw(state, &map, *i))
+                    .collect();
+                let normalized = normalize_min_max(&raw);
+                (raw, normalized)
+            }),
+            Plugin::ImageLocality => {
+                let total_nodes = state.nodes.len();
+                let raw = per_node(&|e| {
+                    let sum = pod
+                        .images
+                        .iter()
+                        .filter(|name| e.images.contains(*name))
+                        .filter_map(|name| state.image_states.get(name))
+                        .map(|(size, nodes)| {
+                            image_locality::scaled_image_score(*size, *nodes as usize, total_nodes)
+                        })
+                        .sum();
+                    image_locality::calculate_priority(sum, pod.container_count)
+                });
+                Some((raw.clone(), raw))
+            }
+            _ => None,
+        };
+        out.scores.push(PluginEval {
+            plugin,
+            weight,
+            result,
+        });
     }
-    if let Some(scores) = interpod_score_map(state, pod, opts) {
-        out.inter_pod = Some(
-            out.scored
-                .iter()
-                .map(|i| interpod_raw(state, &scores, *i))
-                .collect(),
-        );
-    }
+    out.scored = scored;
     out
 }
 
@@ -190,12 +284,9 @@ fn node_filters(
 }
 
 /// `DefaultNormalizeScore(100, false)`: `100 × s / max`, integer division (C.5).
+#[cfg(test)]
 pub(crate) fn normalize_max(raw: &[i64]) -> Vec<i64> {
-    let max = raw.iter().copied().fold(0, i64::max);
-    if max == 0 {
-        return raw.to_vec();
-    }
-    raw.iter().map(|s| 100 * s / max).collect()
+    default_normalize(raw, false)
 }
 
 /// InterPodAffinity NormalizeScore: min–max in floating point, truncated (C.19).
@@ -214,20 +305,28 @@ pub(crate) fn normalize_min_max(raw: &[i64]) -> Vec<i64> {
         .collect()
 }
 
-/// Pick the feasible node with the highest total (2 × NodeAffinity + 2 ×
-/// InterPodAffinity normalised); ties go to the smallest node name.
+/// The weighted sum of the normalised scores of every plugin that ran,
+/// aligned with `eval.scored` (C.21).
+pub(crate) fn totals(eval: &CoreEval) -> Vec<i64> {
+    let mut total = vec![0i64; eval.scored.len()];
+    for p in &eval.scores {
+        if let Some((_, normalized)) = &p.result {
+            for (t, n) in total.iter_mut().zip(normalized) {
+                *t += p.weight * n;
+            }
+        }
+    }
+    total
+}
+
+/// Pick the feasible node with the highest total; ties go to the first
+/// node in name order (C.22).
 pub(crate) fn select(state: &ClusterState, eval: &CoreEval) -> Option<u32> {
     if eval.error.is_some() || eval.all_nodes.is_some() || eval.score_error.is_some() {
         return None;
     }
-    let na = eval.node_affinity.as_deref().map(normalize_max);
-    let ip = eval.inter_pod.as_deref().map(normalize_min_max);
-    let mut total: Vec<i64> = vec![0; eval.scored.len()];
-    for (i, t) in total.iter_mut().enumerate() {
-        *t = 2 * na.as_ref().map_or(0, |v| v[i]) + 2 * ip.as_ref().map_or(0, |v| v[i]);
-    }
     let mut score_of = vec![0i64; eval.reasons.len()];
-    for (i, t) in eval.scored.iter().zip(total) {
+    for (i, t) in eval.scored.iter().zip(totals(eval)) {
         score_of[*i as usize] = t;
     }
     let mut best: Option<(i64, &str, u32)> = None;

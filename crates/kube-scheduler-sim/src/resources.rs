@@ -181,20 +181,52 @@ fn is_supported_pod_level_resource(name: &str) -> bool {
 ///   `hugepages-*`;
 /// - `spec.overhead` is added.
 pub fn pod_request_list(pod: &Pod) -> Result<BTreeMap<String, Quantity>, QuantityProblem> {
+    request_list(pod, false)
+}
+
+/// `schedutil.DefaultMilliCPURequest`: 100m, the CPU a container without a
+/// CPU request counts for in scoring (C.42).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// `schedutil.DefaultMemoryRequest`: 200 MiB, the memory a container
+/// without a memory request counts for in scoring (C.42).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// `applyNonMissing`: a container without a `cpu` (`memory`) request key
+/// counts the default; an explicit zero stays zero.
+fn apply_non_missing(list: &mut List) {
+    list.entry(CPU.to_owned()).or_insert(Quantity::from_nanos(
+        i128::from(DEFAULT_MILLI_CPU_REQUEST) * 1_000_000,
+    ));
+    list.entry(MEMORY.to_owned())
+        .or_insert(Quantity::from_nanos(
+            i128::from(DEFAULT_MEMORY_REQUEST) * 1_000_000_000,
+        ));
+}
+
+/// [`pod_request_list`], with `non_missing` the scoring variant
+/// (`NonMissingContainerRequests`: 100m CPU and 200 MiB for every container,
+/// init containers included, that lacks the key).
+fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(List::new());
+    };
+    let with_defaults = |mut list: List| {
+        if non_missing {
+            apply_non_missing(&mut list);
+        }
+        list
     };
     let mut reqs = List::new();
     for (i, c) in spec.containers.iter().enumerate() {
         add_into(
             &mut reqs,
-            &container_requests(c, &format!("spec.containers[{i}]"))?,
+            &with_defaults(container_requests(c, &format!("spec.containers[{i}]"))?),
         );
     }
     let mut sidecars = List::new();
     let mut init_max = List::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
-        let own = container_requests(c, &format!("spec.initContainers[{i}]"))?;
+        let own = with_defaults(container_requests(c, &format!("spec.initContainers[{i}]"))?);
         let need = if c.restart_policy.as_deref() == Some("Always") {
             add_into(&mut reqs, &own);
             add_into(&mut sidecars, &own);
@@ -227,6 +259,18 @@ pub fn pod_request_list(pod: &Pod) -> Result<BTreeMap<String, Quantity>, Quantit
 /// empty `Resource`: `pods` and unknown names are ignored).
 pub fn pod_requests(pod: &Pod) -> Result<Resources, QuantityProblem> {
     pod_request_list(pod).map(|list| Resources::from_list(&list, false))
+}
+
+/// The CPU (millicores) and memory (bytes) kube-scheduler's resource scores
+/// count for a pod (`calculatePodResourceRequest` without `useRequested`,
+/// and `NodeInfo.NonZeroRequested` for the pods on a node): as
+/// [`pod_requests`], but a container (or init container) with no `cpu`
+/// or `memory` request key counts 100m / 200 MiB (C.42).
+pub fn pod_non_zero_requests(pod: &Pod) -> Result<(i64, i64), QuantityProblem> {
+    request_list(pod, true).map(|list| {
+        let r = Resources::from_list(&list, false);
+        (r.milli_cpu, r.memory)
+    })
 }
 
 /// A node's `status.allocatable` in kube-scheduler's units, `None` when the

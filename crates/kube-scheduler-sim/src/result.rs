@@ -77,6 +77,10 @@ pub enum Plugin {
     PodTopologySpread,
     /// InterPodAffinity.
     InterPodAffinity,
+    /// NodeResourcesBalancedAllocation (score only).
+    NodeResourcesBalancedAllocation,
+    /// ImageLocality (score only).
+    ImageLocality,
 }
 
 /// kube-scheduler status code of a failure.
@@ -253,18 +257,69 @@ pub struct PluginScores {
     pub skipped: bool,
 }
 
-/// Scores per plugin, and the weighted total used for selection.
+/// Scores per plugin of the default profile (C.21), each raw and
+/// normalised per scored node. The weighted sum is
+/// [`ScheduleResult::totals`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scores {
+    /// TaintToleration: intolerable `PreferNoSchedule` taints, reversed (C.41).
+    pub taint_toleration: PluginScores,
     /// NodeAffinity (C.5).
     pub node_affinity: PluginScores,
+    /// NodeResourcesFit, `LeastAllocated` (C.42).
+    pub node_resources_fit: PluginScores,
+    /// NodeResourcesBalancedAllocation (C.43).
+    pub node_resources_balanced_allocation: PluginScores,
+    /// PodTopologySpread (C.44).
+    pub pod_topology_spread: PluginScores,
     /// InterPodAffinity (C.18–C.20).
     pub inter_pod_affinity: PluginScores,
-    /// `2 × nodeAffinity + 2 × interPodAffinity` normalised (default plugin
-    /// weights, C.21).
-    pub total: BTreeMap<String, i64>,
+    /// ImageLocality (C.45).
+    pub image_locality: PluginScores,
 }
+
+impl Scores {
+    /// The plugin's scores, for the score plugins of [`SCORE_WEIGHTS`].
+    pub fn get(&self, plugin: Plugin) -> Option<&PluginScores> {
+        Some(match plugin {
+            Plugin::TaintToleration => &self.taint_toleration,
+            Plugin::NodeAffinity => &self.node_affinity,
+            Plugin::NodeResourcesFit => &self.node_resources_fit,
+            Plugin::NodeResourcesBalancedAllocation => &self.node_resources_balanced_allocation,
+            Plugin::PodTopologySpread => &self.pod_topology_spread,
+            Plugin::InterPodAffinity => &self.inter_pod_affinity,
+            Plugin::ImageLocality => &self.image_locality,
+            _ => return None,
+        })
+    }
+
+    /// Mutable access, as [`Scores::get`].
+    pub fn get_mut(&mut self, plugin: Plugin) -> Option<&mut PluginScores> {
+        Some(match plugin {
+            Plugin::TaintToleration => &mut self.taint_toleration,
+            Plugin::NodeAffinity => &mut self.node_affinity,
+            Plugin::NodeResourcesFit => &mut self.node_resources_fit,
+            Plugin::NodeResourcesBalancedAllocation => &mut self.node_resources_balanced_allocation,
+            Plugin::PodTopologySpread => &mut self.pod_topology_spread,
+            Plugin::InterPodAffinity => &mut self.inter_pod_affinity,
+            Plugin::ImageLocality => &mut self.image_locality,
+            _ => return None,
+        })
+    }
+}
+
+/// The default profile's score plugins and their weights (C.21), in the
+/// profile's order.
+pub const SCORE_WEIGHTS: [(Plugin, i64); 7] = [
+    (Plugin::TaintToleration, 3),
+    (Plugin::NodeAffinity, 2),
+    (Plugin::NodeResourcesFit, 1),
+    (Plugin::PodTopologySpread, 2),
+    (Plugin::InterPodAffinity, 2),
+    (Plugin::NodeResourcesBalancedAllocation, 1),
+    (Plugin::ImageLocality, 1),
+];
 
 /// Filter and score of one pod over the cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -278,7 +333,11 @@ pub struct ScheduleResult {
     pub unschedulable: BTreeMap<String, Failure>,
     /// Scores of the scored nodes (feasible, or all with `scoreAllNodes`).
     pub scores: Scores,
-    /// The chosen node: highest total, ties to the smallest node name.
+    /// Per scored node, the sum of every plugin's normalised score times
+    /// its weight (C.21).
+    pub totals: BTreeMap<String, i64>,
+    /// The chosen node: highest total, ties to the first node in name
+    /// order (C.22).
     pub selected: Option<String>,
     /// A pod-level error that stops scheduling although nodes may be
     /// feasible (an unparsable preferred node affinity term fails PreScore,

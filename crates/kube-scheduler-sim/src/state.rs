@@ -13,7 +13,7 @@
 //! [`ClusterState::add_pod`] / [`ClusterState::remove_pod`] update every
 //! index by ±1 and delete entries that reach zero (C.17).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
@@ -25,6 +25,7 @@ use crate::plugins::node_unschedulable::is_cordoned;
 use crate::pod_info::{AffinityTerm, NamespaceScope, PodInfo};
 use crate::resources::{QuantityProblem, Resources, node_allocatable};
 use crate::selector::PodSelector;
+use crate::workloads::{WorkloadIndex, Workloads};
 
 /// Marker for "node lacks this key".
 pub(crate) const NO_DOMAIN: u32 = u32::MAX;
@@ -82,6 +83,11 @@ pub(crate) struct NodeEntry {
     pub(crate) allocatable: Option<Resources>,
     /// Sum of the requests of the pods bound here (`NodeInfo.Requested`).
     pub(crate) requested: Resources,
+    /// Sum of their CPU and memory with the scoring defaults
+    /// (`NodeInfo.NonZeroRequested`, C.42).
+    pub(crate) non_zero_requested: (i64, i64),
+    /// Image names in `status.images` (C.45).
+    pub(crate) images: BTreeSet<String>,
     /// Pods bound here.
     pub(crate) pod_count: i64,
     /// Host ports in use here.
@@ -154,6 +160,11 @@ pub struct ClusterState {
     pub(crate) groups: [Vec<TermGroup>; 4],
     group_by_key: HashMap<(TermKind, i64, String), u32>,
     merge_match_label_keys: bool,
+    /// Per image name: the size reported by the first node listing it and
+    /// the number of nodes listing it (`ImageStateSummary`, C.45).
+    pub(crate) image_states: HashMap<String, (i64, u32)>,
+    /// Services, ReplicationControllers, ReplicaSets, StatefulSets (C.46).
+    pub(crate) workloads: WorkloadIndex,
 }
 
 static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
@@ -262,6 +273,19 @@ impl ClusterState {
             pairs.push((key_id, dom));
         }
         self.node_by_name.insert(name.clone(), idx);
+        let mut images = BTreeSet::new();
+        let listed = node.status.as_ref().and_then(|s| s.images.as_ref());
+        for image in listed.into_iter().flatten() {
+            for n in image.names.iter().flatten() {
+                if images.insert(n.clone()) {
+                    let e = self
+                        .image_states
+                        .entry(n.clone())
+                        .or_insert((image.size_bytes.unwrap_or(0), 0));
+                    e.1 += 1;
+                }
+            }
+        }
         self.nodes.push(NodeEntry {
             name,
             labels,
@@ -273,6 +297,8 @@ impl ClusterState {
             unschedulable: is_cordoned(node),
             allocatable,
             requested: Resources::default(),
+            non_zero_requested: (0, 0),
+            images,
             pod_count: 0,
             used_ports: UsedPorts::default(),
             pairs,
@@ -286,6 +312,14 @@ impl ClusterState {
             ns.metadata.name.clone().unwrap_or_default(),
             ns.metadata.labels.clone().unwrap_or_default(),
         );
+    }
+
+    /// Add the Services, ReplicationControllers, ReplicaSets and
+    /// StatefulSets whose selectors the system-default topology spreading
+    /// uses (C.46); an object with the namespace and name of an earlier one
+    /// replaces it.
+    pub fn add_workloads(&mut self, workloads: &Workloads) {
+        self.workloads.add(workloads);
     }
 
     /// Number of nodes.
@@ -387,6 +421,8 @@ impl ClusterState {
             })?;
         let entry = &mut self.nodes[node as usize];
         entry.requested.add_signed(requests, 1);
+        entry.non_zero_requested.0 += info.non_zero_requests.0;
+        entry.non_zero_requested.1 += info.non_zero_requests.1;
         entry.pod_count += 1;
         entry.used_ports.update(&info.host_ports, true);
         let class = self.class_for(&info);
@@ -454,6 +490,8 @@ impl ClusterState {
         if let Ok(requests) = &placed.info.requests {
             entry.requested.add_signed(requests, -1);
         }
+        entry.non_zero_requested.0 -= placed.info.non_zero_requests.0;
+        entry.non_zero_requested.1 -= placed.info.non_zero_requests.1;
         entry.pod_count -= 1;
         entry.used_ports.update(&placed.info.host_ports, false);
         for g in &placed.groups {
@@ -586,10 +624,17 @@ impl ClusterState {
             }
         }
         for n in &self.nodes {
-            if n.pod_count != 0 || !n.used_ports.is_empty() || n.requested != Resources::default() {
+            if n.pod_count != 0
+                || !n.used_ports.is_empty()
+                || n.requested != Resources::default()
+                || n.non_zero_requested != (0, 0)
+            {
                 out.insert(
                     format!("node {}", n.name),
-                    format!("{} {:?} {:?}", n.pod_count, n.requested, n.used_ports),
+                    format!(
+                        "{} {:?} {:?} {:?}",
+                        n.pod_count, n.requested, n.non_zero_requested, n.used_ports
+                    ),
                 );
             }
         }

@@ -17,7 +17,7 @@
 //! The first problem of the data-mover diagnosis comes first; kube-scheduler's
 //! explanation is used when that diagnosis finds nothing.
 //!
-//! Preemption hint (C.41; preemption itself is not simulated): on a node
+//! Preemption hint (C.60; preemption itself is not simulated): on a node
 //! that rejects the pod only for host ports or resources (NodePorts or
 //! NodeResourcesFit, not a request larger than the whole node), the pods
 //! bound there with a lower `spec.priority` (absent = 0) are taken away; if

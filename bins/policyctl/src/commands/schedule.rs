@@ -14,7 +14,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube_scheduler_sim::{self as scheduler, Options, ScheduleResult, schedule};
+use kube_scheduler_sim::{
+    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, schedule,
+};
 use serde_json::{Value, json};
 
 use crate::cli::ObjectRef;
@@ -110,17 +112,8 @@ pub fn run_one(
     let document = json!({
         "feasible": result.feasible,
         "unschedulable": result.unschedulable.iter().map(|(node, failure)| (node.clone(), Value::String(failure.message.clone()))).collect::<serde_json::Map<_, _>>(),
-        "scores": {
-            "nodeAffinity": {
-                "raw": scores.node_affinity.raw,
-                "normalized": scores.node_affinity.normalized,
-            },
-            "interPodAffinity": {
-                "raw": scores.inter_pod_affinity.raw,
-                "normalized": scores.inter_pod_affinity.normalized,
-                "skipped": scores.inter_pod_affinity.skipped,
-            },
-        },
+        "scores": scores,
+        "totals": result.totals,
         "selected": result.selected,
         "summary": result.summary,
     });
@@ -136,31 +129,58 @@ pub fn run_one(
     text.push('\n');
     let node_names: Vec<String> = inventory.nodes.keys().map(|key| key.name.clone()).collect();
     let score = |map: &BTreeMap<String, i64>, node: &str| or_dash(map.get(node));
+    // Normalised score per plugin, in the profile's order, then the
+    // weighted total (C.21).
+    let mut header = vec!["node", "feasible"];
+    header.extend(SCORE_WEIGHTS.iter().map(|(plugin, _)| short_name(*plugin)));
+    header.extend(["total", "reason"]);
     text.push_str(&table(
-        &[
-            "node",
-            "feasible",
-            "node affinity",
-            "inter-pod affinity",
-            "total",
-            "reason",
-        ],
+        &header,
         node_names.iter().map(|node| {
             let failure = result.unschedulable.get(node);
-            [
+            let mut row = vec![
                 node.clone(),
                 if failure.is_none() { "yes" } else { "no" }.to_owned(),
-                score(&scores.node_affinity.normalized, node),
-                score(&scores.inter_pod_affinity.normalized, node),
-                score(&scores.total, node),
-                failure.map(|f| f.message.clone()).unwrap_or_default(),
-            ]
+            ];
+            for (plugin, _) in SCORE_WEIGHTS {
+                row.push(
+                    scores
+                        .get(plugin)
+                        .map(|s| score(&s.normalized, node))
+                        .unwrap_or_default(),
+                );
+            }
+            row.push(score(&result.totals, node));
+            row.push(failure.map(|f| f.message.clone()).unwrap_or_default());
+            row
         }),
+    ));
+    text.push_str(&format!(
+        "\nweights: {}\n",
+        SCORE_WEIGHTS
+            .iter()
+            .map(|(plugin, weight)| format!("{} ×{weight}", short_name(*plugin)))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     Ok(Output {
         document,
         table: text,
     })
+}
+
+/// A score plugin's column header.
+fn short_name(plugin: Plugin) -> &'static str {
+    match plugin {
+        Plugin::TaintToleration => "taints",
+        Plugin::NodeAffinity => "node aff.",
+        Plugin::NodeResourcesFit => "least alloc.",
+        Plugin::NodeResourcesBalancedAllocation => "balanced",
+        Plugin::PodTopologySpread => "spread",
+        Plugin::InterPodAffinity => "pod aff.",
+        Plugin::ImageLocality => "images",
+        _ => "?",
+    }
 }
 
 /// `schedule --all`: every unbound pod placed in order of creation time,

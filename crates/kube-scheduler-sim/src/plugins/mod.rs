@@ -3,14 +3,18 @@
 //! The evaluator runs the filters in the default profile's order:
 //! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (in
 //! [`crate::node_selector`]), NodePorts, NodeResourcesFit,
-//! PodTopologySpread, InterPodAffinity.
+//! PodTopologySpread, InterPodAffinity; then the scores of
+//! [`crate::SCORE_WEIGHTS`].
 //!
 //! Modules with public items hold per-node checks other crates reuse (for
 //! example `affinity-translate`'s data-mover diagnosis).
 
+pub mod helper;
+pub mod image_locality;
 pub(crate) mod inter_pod_affinity;
 pub mod node_name;
 pub mod node_ports;
+pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub(crate) mod pod_topology_spread;

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, format_amount};
 use crate::result::Code;
 
@@ -126,4 +127,40 @@ pub fn fits_request(
         check(name, *want, capacity, used);
     }
     out
+}
+
+/// `leastRequestedScore`: `(capacity − requested) × 100 / capacity`, 0
+/// when the capacity is 0 or the request exceeds it.
+fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+/// The Score with the default `LeastAllocated` strategy over `cpu` and
+/// `memory`, weight 1 each (C.42): per resource with a non-zero
+/// allocatable, `leastRequestedScore(node's non-zero requests + the pod's,
+/// allocatable)`; the weighted mean of those, integer division (0 when the
+/// node has neither). `pod` and `node_requested` are the non-zero requests
+/// ([`crate::resources::pod_non_zero_requests`]): (millicores, bytes).
+pub fn least_allocated_score(
+    pod: (i64, i64),
+    node_requested: (i64, i64),
+    allocatable: Option<&Resources>,
+) -> i64 {
+    let (alloc_cpu, alloc_mem) = allocatable.map_or((0, 0), |a| (a.milli_cpu, a.memory));
+    let mut score = 0;
+    let mut weights = 0;
+    for (requested, capacity) in [
+        (node_requested.0.saturating_add(pod.0), alloc_cpu),
+        (node_requested.1.saturating_add(pod.1), alloc_mem),
+    ] {
+        if capacity == 0 {
+            continue;
+        }
+        score += least_requested_score(requested, capacity);
+        weights += 1;
+    }
+    if weights == 0 { 0 } else { score / weights }
 }

@@ -1,8 +1,15 @@
-//! PodTopologySpread `DoNotSchedule` on the indexed state (C.23).
+//! PodTopologySpread on the indexed state: `DoNotSchedule` constraints
+//! filter (C.23), `ScheduleAnyway` constraints, or the system defaults for
+//! a pod of a Service, ReplicationController, ReplicaSet or StatefulSet
+//! without constraints of its own, score (C.44, C.46).
+
+use std::collections::BTreeMap;
 
 use crate::fast_hash::IdMap;
+use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::pod_info::{PodInfo, SpreadConstraint, has_untolerated_taint};
 use crate::result::Reason;
+use crate::selector::PodSelector;
 use crate::state::ClusterState;
 
 /// PodTopologySpread PreFilter state for DoNotSchedule constraints (C.23).
@@ -122,4 +129,174 @@ pub(crate) fn spread_filter(state: &ClusterState, pre: &SpreadPre, node: u32) ->
         }
     }
     None
+}
+
+/// `kubernetes.io/hostname`: counted per node at Score time.
+pub(crate) const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+/// `topology.kubernetes.io/zone`.
+pub(crate) const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+
+/// The system-default constraints (`systemDefaultConstraints`, C.46):
+/// hostname with maxSkew 3, zone with maxSkew 5, both `ScheduleAnyway`
+/// with the default inclusion policies, over `selector`.
+pub(crate) fn system_default_constraints(selector: PodSelector) -> Vec<SpreadConstraint> {
+    [(LABEL_HOSTNAME, 3), (LABEL_ZONE, 5)]
+        .into_iter()
+        .map(|(key, max_skew)| SpreadConstraint {
+            max_skew,
+            topology_key: key.to_owned(),
+            selector: selector.clone(),
+            min_domains: 1,
+            honor_node_affinity: true,
+            honor_node_taints: false,
+        })
+        .collect()
+}
+
+/// Matching pods per node index: pods of the incoming pod's namespace, not
+/// terminating, whose labels the selector matches (`countPodsMatchSelector`;
+/// an empty selector counts nothing).
+fn matching_per_node(
+    state: &ClusterState,
+    pod: &PodInfo,
+    selector: &PodSelector,
+) -> IdMap<u32, i64> {
+    let mut out: IdMap<u32, i64> = IdMap::default();
+    if selector.is_everything() {
+        return out;
+    }
+    for class in state
+        .classes_by_namespace
+        .get(&pod.namespace)
+        .into_iter()
+        .flatten()
+        .map(|i| &state.classes[*i as usize])
+    {
+        if class.pods == 0 || class.terminating || !selector.matches(&class.labels) {
+            continue;
+        }
+        for (n, c) in &class.node_counts {
+            *out.entry(*n).or_insert(0) += i64::from(*c);
+        }
+    }
+    out
+}
+
+/// PreScore, Score and NormalizeScore of PodTopologySpread (C.44) over the
+/// scored node indexes: raw and normalised scores.
+///
+/// `require_all` is false only for the system defaults: then a node without
+/// a constraint's key still counts (its value is the empty string) and
+/// gets only the parts of the score whose key it has.
+pub(crate) fn spread_score(
+    state: &ClusterState,
+    pod: &PodInfo,
+    scored: &[u32],
+    constraints: &[SpreadConstraint],
+    require_all: bool,
+) -> (Vec<i64>, Vec<i64>) {
+    let keys: Vec<Option<u32>> = constraints
+        .iter()
+        .map(|c| state.key_id(&c.topology_key))
+        .collect();
+    let value = |k: Option<u32>, node: u32| -> Option<&str> {
+        state
+            .domain(k, node)
+            .map(|(k, d)| state.topo[k as usize].value_names[d as usize].as_str())
+    };
+    let has_all = |node: u32| keys.iter().all(|k| state.domain(*k, node).is_some());
+    let ignored: Vec<bool> = scored.iter().map(|n| require_all && !has_all(*n)).collect();
+    let hostname = |c: &SpreadConstraint| c.topology_key == LABEL_HOSTNAME;
+    // Domains of the scored nodes, per constraint (a missing label is "").
+    let mut counts: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::new(); constraints.len()];
+    for (n, skip) in scored.iter().zip(&ignored) {
+        if *skip {
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if !hostname(c) {
+                counts[i]
+                    .entry(value(keys[i], *n).unwrap_or(""))
+                    .or_insert(0);
+            }
+        }
+    }
+    let kept = ignored.iter().filter(|i| !**i).count();
+    let weights: Vec<f64> = constraints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let size = if hostname(c) { kept } else { counts[i].len() };
+            ((size + 2) as f64).ln()
+        })
+        .collect();
+    let matching: Vec<IdMap<u32, i64>> = constraints
+        .iter()
+        .map(|c| matching_per_node(state, pod, &c.selector))
+        .collect();
+    // Matching pods per domain over every node of the cluster that passes
+    // the constraint's inclusion policies.
+    for node in 0..state.nodes.len() as u32 {
+        if require_all && !has_all(node) {
+            continue;
+        }
+        let entry = &state.nodes[node as usize];
+        for (i, c) in constraints.iter().enumerate() {
+            if hostname(c) {
+                continue;
+            }
+            if c.honor_node_affinity && !pod.required_node.matches(&entry.name, &entry.labels) {
+                continue;
+            }
+            if c.honor_node_taints && has_untolerated_taint(&entry.taints, &pod.tolerations) {
+                continue;
+            }
+            if let Some(count) = counts[i].get_mut(value(keys[i], node).unwrap_or("")) {
+                *count += matching[i].get(&node).copied().unwrap_or(0);
+            }
+        }
+    }
+    let raw: Vec<i64> = scored
+        .iter()
+        .zip(&ignored)
+        .map(|(n, skip)| {
+            if *skip {
+                return 0;
+            }
+            let mut score = 0.0;
+            for (i, c) in constraints.iter().enumerate() {
+                let Some(v) = value(keys[i], *n) else {
+                    continue;
+                };
+                let count = if hostname(c) {
+                    matching[i].get(n).copied().unwrap_or(0)
+                } else {
+                    counts[i].get(v).copied().unwrap_or(0)
+                };
+                score += count as f64 * weights[i] + (c.max_skew - 1) as f64;
+            }
+            score.round() as i64
+        })
+        .collect();
+    let kept_scores = raw
+        .iter()
+        .zip(&ignored)
+        .filter(|(_, i)| !**i)
+        .map(|(s, _)| *s);
+    let min = kept_scores.clone().min().unwrap_or(0);
+    let max = kept_scores.max().unwrap_or(0).max(0);
+    let normalized = raw
+        .iter()
+        .zip(&ignored)
+        .map(|(s, skip)| {
+            if *skip {
+                0
+            } else if max == 0 {
+                MAX_NODE_SCORE
+            } else {
+                MAX_NODE_SCORE * (max + min - s) / max
+            }
+        })
+        .collect();
+    (raw, normalized)
 }

@@ -7,7 +7,7 @@
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-use crate::taints::first_untolerated;
+use crate::taints::{first_untolerated, tolerated};
 
 /// The Filter: the first untolerated `NoSchedule`/`NoExecute` taint, `None`
 /// when the pod tolerates them all.
@@ -24,3 +24,27 @@ pub fn reason(taint: &Taint) -> String {
         taint.value.as_deref().unwrap_or_default()
     )
 }
+
+/// The Score (C.41, `countIntolerableTaintsPreferNoSchedule`): the node's
+/// `PreferNoSchedule` taints that no toleration of the pod with an empty or
+/// `PreferNoSchedule` effect tolerates. Normalised reversed
+/// ([`crate::plugins::helper::default_normalize`] with `reverse`): fewer
+/// intolerable taints score higher.
+pub fn score(taints: &[Taint], tolerations: &[Toleration]) -> i64 {
+    let prefer: Vec<Toleration> = tolerations
+        .iter()
+        .filter(|t| {
+            t.effect
+                .as_deref()
+                .is_none_or(|e| e.is_empty() || e == PREFER_NO_SCHEDULE)
+        })
+        .cloned()
+        .collect();
+    taints
+        .iter()
+        .filter(|t| t.effect == PREFER_NO_SCHEDULE && !tolerated(&prefer, t))
+        .count() as i64
+}
+
+/// The `PreferNoSchedule` taint effect.
+pub const PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";

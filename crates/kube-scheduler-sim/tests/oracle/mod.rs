@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kube_scheduler_sim::{
     Code, Failure, Options, Plugin, PluginScores, PodSelector, Reason, ScheduleResult, Scores,
-    apply_match_label_keys,
+    Workloads, apply_match_label_keys,
 };
 use kube_validation::{ParseError, node_selector_field_requirement, node_selector_requirement};
 
@@ -294,6 +294,26 @@ pub fn evaluate(
     incoming: &Pod,
     opts: &Options,
 ) -> ScheduleResult {
+    evaluate_with_workloads(
+        nodes,
+        namespaces,
+        pods,
+        &Workloads::default(),
+        incoming,
+        opts,
+    )
+}
+
+/// [`evaluate`] with the Services, ReplicationControllers, ReplicaSets and
+/// StatefulSets the system-default spreading takes its selector from.
+pub fn evaluate_with_workloads(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    workloads: &Workloads,
+    incoming: &Pod,
+    opts: &Options,
+) -> ScheduleResult {
     let mut seen = BTreeSet::new();
     let nodes: Vec<&Node> = nodes
         .iter()
@@ -531,8 +551,7 @@ pub fn evaluate(
         Vec::new()
     };
     if scored.is_empty() {
-        res.scores.node_affinity.skipped = true;
-        res.scores.inter_pod_affinity.skipped = true;
+        skip_all(&mut res);
         res.selected = res.feasible.first().cloned();
         return res;
     }
@@ -565,8 +584,7 @@ pub fn evaluate(
         if let Some(e) = &compiled.preferred_node_error {
             res.error = Some(format!("running PreScore plugin \"NodeAffinity\": {e}"));
         }
-        res.scores.node_affinity.skipped = true;
-        res.scores.inter_pod_affinity.skipped = true;
+        skip_all(&mut res);
         return res;
     }
     let node_affinity = if !compiled.has_preferred_node_list {
@@ -601,18 +619,223 @@ pub fn evaluate(
     let inter_pod_affinity = inter_pod_scores(
         &own, &incoming, &scored, &placed, &inventory, &ns_labels, opts,
     );
-    let total: BTreeMap<String, i64> = scored
+    let on = |n: &Node| -> Vec<&Pod> {
+        pods.iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name(n)))
+            .collect()
+    };
+    let unnormalised = |raw: BTreeMap<String, i64>| PluginScores {
+        normalized: raw.clone(),
+        raw,
+        skipped: false,
+    };
+    // TaintToleration (C.41): intolerable PreferNoSchedule taints, reversed.
+    let taint_toleration = {
+        let raw: BTreeMap<String, i64> = scored
+            .iter()
+            .map(|n| {
+                (
+                    node_name(n).to_owned(),
+                    prefer_no_schedule_count(n, &compiled.tolerations),
+                )
+            })
+            .collect();
+        let max = raw.values().copied().max().unwrap_or(0);
+        let normalized = raw
+            .iter()
+            .map(|(k, v)| (k.clone(), if max == 0 { 100 } else { 100 - 100 * v / max }))
+            .collect();
+        PluginScores {
+            raw,
+            normalized,
+            skipped: false,
+        }
+    };
+    // NodeResourcesFit LeastAllocated (C.42), with the non-zero defaults.
+    let pod_non_zero = non_zero_units(&incoming);
+    let node_resources_fit = unnormalised(
+        scored
+            .iter()
+            .map(|n| {
+                let (cap_cpu, cap_mem) = allocatable_cpu_memory(n);
+                let used = on(n)
+                    .iter()
+                    .map(|p| non_zero_units(p))
+                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                let mut parts = Vec::new();
+                for (req, cap) in [
+                    (used.0 + pod_non_zero.0, cap_cpu),
+                    (used.1 + pod_non_zero.1, cap_mem),
+                ] {
+                    if cap != 0 {
+                        parts.push(if req > cap {
+                            0
+                        } else {
+                            (cap - req) * 100 / cap
+                        });
+                    }
+                }
+                let s = if parts.is_empty() {
+                    0
+                } else {
+                    parts.iter().sum::<i64>() / parts.len() as i64
+                };
+                (node_name(n).to_owned(), s)
+            })
+            .collect(),
+    );
+    // NodeResourcesBalancedAllocation (C.43), actual requests.
+    let want = requested_units(&incoming);
+    let want_cpu = want.get("cpu").copied().unwrap_or(0);
+    let want_mem = want.get("memory").copied().unwrap_or(0);
+    let node_resources_balanced_allocation = if want_cpu == 0 && want_mem == 0 {
+        PluginScores {
+            skipped: true,
+            ..Default::default()
+        }
+    } else {
+        unnormalised(
+            scored
+                .iter()
+                .map(|n| {
+                    let (cap_cpu, cap_mem) = allocatable_cpu_memory(n);
+                    let used = |name: &str| -> i64 {
+                        on(n)
+                            .iter()
+                            .map(|p| requested_units(p).get(name).copied().unwrap_or(0))
+                            .sum()
+                    };
+                    let f =
+                        |req: i64, cap: i64| (cap != 0).then(|| (req as f64 / cap as f64).min(1.0));
+                    let fractions: Vec<f64> = [
+                        f(used("cpu") + want_cpu, cap_cpu),
+                        f(used("memory") + want_mem, cap_mem),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                    let std = if fractions.len() == 2 {
+                        ((fractions[0] - fractions[1]) / 2.0).abs()
+                    } else {
+                        0.0
+                    };
+                    (node_name(n).to_owned(), ((1.0 - std) * 100.0) as i64)
+                })
+                .collect(),
+        )
+    };
+    // ImageLocality (C.45).
+    let images = image_inventory(&nodes);
+    let (pod_images, containers) = images_of(&incoming);
+    let image_locality = unnormalised(
+        scored
+            .iter()
+            .map(|n| {
+                let listed = node_image_names(n);
+                let mut sum: i64 = 0;
+                for image in &pod_images {
+                    if listed.contains(image) {
+                        let (size, holders) = images[image];
+                        sum += (size as f64 * (holders as f64 / nodes.len() as f64)) as i64;
+                    }
+                }
+                let mib: i64 = 1024 * 1024;
+                let (lo, hi) = (23 * mib, 1000 * mib * containers as i64);
+                let clamped = sum.max(lo).min(hi.max(lo));
+                let s = if hi <= lo {
+                    0
+                } else {
+                    100 * (clamped - lo) / (hi - lo)
+                };
+                (node_name(n).to_owned(), s)
+            })
+            .collect(),
+    );
+    // PodTopologySpread (C.44, C.46).
+    let own_spread = incoming
+        .spec
+        .as_ref()
+        .and_then(|s| s.topology_spread_constraints.as_ref())
+        .is_some_and(|c| !c.is_empty());
+    let soft = if own_spread {
+        match spread_constraints(&incoming, "ScheduleAnyway") {
+            Ok(c) => c,
+            Err(e) => {
+                res.error = Some(format!(
+                    "running PreScore plugin \"PodTopologySpread\": calculating preScoreState: obtaining pod's soft topology spread constraints: {e}"
+                ));
+                skip_all(&mut res);
+                return res;
+            }
+        }
+    } else {
+        default_selector(workloads, &incoming)
+            .map(|selector| {
+                [
+                    ("kubernetes.io/hostname", 3),
+                    ("topology.kubernetes.io/zone", 5),
+                ]
+                .into_iter()
+                .map(|(key, skew)| Spread {
+                    topology_key: key.to_owned(),
+                    selector: selector.clone(),
+                    max_skew: skew,
+                    min_domains: 1,
+                    honor_node_affinity: true,
+                    honor_node_taints: false,
+                })
+                .collect()
+            })
+            .unwrap_or_default()
+    };
+    let pod_topology_spread = if soft.is_empty() {
+        PluginScores {
+            skipped: true,
+            ..Default::default()
+        }
+    } else {
+        spread_scores(
+            &incoming,
+            &soft,
+            own_spread,
+            &nodes,
+            &scored,
+            &placed,
+            &compiled.tolerations,
+        )
+    };
+    let scores = Scores {
+        taint_toleration,
+        node_affinity,
+        node_resources_fit,
+        node_resources_balanced_allocation,
+        pod_topology_spread,
+        inter_pod_affinity,
+        image_locality,
+    };
+    let weighted = [
+        (&scores.taint_toleration, 3),
+        (&scores.node_affinity, 2),
+        (&scores.node_resources_fit, 1),
+        (&scores.node_resources_balanced_allocation, 1),
+        (&scores.pod_topology_spread, 2),
+        (&scores.inter_pod_affinity, 2),
+        (&scores.image_locality, 1),
+    ];
+    let totals: BTreeMap<String, i64> = scored
         .iter()
         .map(|n| {
             let k = node_name(n);
-            let a = node_affinity.normalized.get(k).copied().unwrap_or(0);
-            let b = inter_pod_affinity.normalized.get(k).copied().unwrap_or(0);
-            (k.to_owned(), 2 * a + 2 * b)
+            let t = weighted
+                .iter()
+                .map(|(s, w)| w * s.normalized.get(k).copied().unwrap_or(0))
+                .sum();
+            (k.to_owned(), t)
         })
         .collect();
     let mut best: Option<(i64, String)> = None;
     for f in &res.feasible {
-        let s = total.get(f).copied().unwrap_or(0);
+        let s = totals.get(f).copied().unwrap_or(0);
         if best
             .as_ref()
             .is_none_or(|(bs, bn)| s > *bs || (s == *bs && f < bn))
@@ -621,12 +844,319 @@ pub fn evaluate(
         }
     }
     res.selected = best.map(|b| b.1);
-    res.scores = Scores {
-        node_affinity,
-        inter_pod_affinity,
-        total,
-    };
+    res.scores = scores;
+    res.totals = totals;
     res
+}
+
+/// PodTopologySpread's score, brute force: per constraint, the matching
+/// pods of the node's domain (over every node passing the inclusion
+/// policies) times `ln(domains + 2)`, plus `maxSkew − 1`; then fewer is
+/// better, `100 × (max + min − s) / max`.
+fn spread_scores(
+    incoming: &Pod,
+    soft: &[Spread],
+    require_all: bool,
+    nodes: &[&Node],
+    scored: &[&Node],
+    placed: &[Placed],
+    tolerations: &[Toleration],
+) -> PluginScores {
+    let pod_ns = ns_of(incoming);
+    let hostname = |c: &Spread| c.topology_key == "kubernetes.io/hostname";
+    let count_on = |n: &Node, c: &Spread| -> i64 {
+        if c.selector.is_everything() {
+            return 0;
+        }
+        placed
+            .iter()
+            .filter(|p| {
+                p.node == node_name(n)
+                    && p.ns == pod_ns
+                    && !p.terminating
+                    && c.selector.matches(&p.labels)
+            })
+            .count() as i64
+    };
+    let has_all = |n: &Node| {
+        let l = node_labels(n);
+        soft.iter().all(|c| l.contains_key(&c.topology_key))
+    };
+    let ignored = |n: &Node| require_all && !has_all(n);
+    let value = |n: &Node, c: &Spread| node_labels(n).get(&c.topology_key).cloned();
+    let kept: Vec<&&Node> = scored.iter().filter(|n| !ignored(n)).collect();
+    let weight = |c: &Spread| -> f64 {
+        let size = if hostname(c) {
+            kept.len()
+        } else {
+            kept.iter()
+                .map(|n| value(n, c).unwrap_or_default())
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        ((size + 2) as f64).ln()
+    };
+    let domain_count = |c: &Spread, v: &str| -> i64 {
+        nodes
+            .iter()
+            .filter(|m| !ignored(m))
+            .filter(|m| !c.honor_node_affinity || required_node_affinity(incoming, m))
+            .filter(|m| {
+                !c.honor_node_taints
+                    || !has_untolerated_taint(
+                        m.spec
+                            .as_ref()
+                            .and_then(|s| s.taints.as_deref())
+                            .unwrap_or_default(),
+                        tolerations,
+                    )
+            })
+            .filter(|m| value(m, c).unwrap_or_default() == v)
+            .map(|m| count_on(m, c))
+            .sum()
+    };
+    let raw: BTreeMap<String, i64> = scored
+        .iter()
+        .map(|n| {
+            if ignored(n) {
+                return (node_name(n).to_owned(), 0);
+            }
+            let mut score = 0.0;
+            for c in soft {
+                if let Some(v) = value(n, c) {
+                    let count = if hostname(c) {
+                        count_on(n, c)
+                    } else {
+                        domain_count(c, &v)
+                    };
+                    score += count as f64 * weight(c) + (c.max_skew - 1) as f64;
+                }
+            }
+            (node_name(n).to_owned(), score.round() as i64)
+        })
+        .collect();
+    let kept_raw: Vec<i64> = kept.iter().map(|n| raw[node_name(n)]).collect();
+    let min = kept_raw.iter().copied().min().unwrap_or(0);
+    let max = kept_raw.iter().copied().max().unwrap_or(0).max(0);
+    let normalized = scored
+        .iter()
+        .map(|n| {
+            let s = raw[node_name(n)];
+            let v = if ignored(n) {
+                0
+            } else if max == 0 {
+                100
+            } else {
+                100 * (max + min - s) / max
+            };
+            (node_name(n).to_owned(), v)
+        })
+        .collect();
+    PluginScores {
+        raw,
+        normalized,
+        skipped: false,
+    }
+}
+
+/// kube-scheduler's `DefaultSelector`, written again: matching Services'
+/// selectors merged, then the controller's (RC labels, RS/StatefulSet
+/// requirements); `None` when empty.
+fn default_selector(w: &Workloads, pod: &Pod) -> Option<PodSelector> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    let ns = ns_of(pod);
+    let labels = labels_of(pod);
+    let in_ns = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        m.namespace.clone().unwrap_or_else(|| "default".into()) == ns
+    };
+    // The last Service of each name counts.
+    let mut services: BTreeMap<String, Option<Labels>> = BTreeMap::new();
+    for s in w.services.iter().filter(|s| in_ns(&s.metadata)) {
+        services.insert(
+            s.metadata.name.clone().unwrap_or_default(),
+            s.spec.as_ref().and_then(|s| s.selector.clone()),
+        );
+    }
+    let mut merged = Labels::new();
+    for sel in services.values().flatten() {
+        if sel.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+            merged.extend(sel.clone());
+        }
+    }
+    let mut exprs = Vec::new();
+    let owner = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    if let Some(o) = owner {
+        let named = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            in_ns(m) && m.name.as_deref() == Some(o.name.as_str())
+        };
+        let selector: Option<LabelSelector> = match (o.api_version.as_str(), o.kind.as_str()) {
+            ("v1", "ReplicationController") => {
+                if let Some(rc) = w
+                    .replication_controllers
+                    .iter()
+                    .rev()
+                    .find(|r| named(&r.metadata))
+                {
+                    merged.extend(
+                        rc.spec
+                            .as_ref()
+                            .and_then(|s| s.selector.clone())
+                            .unwrap_or_default(),
+                    );
+                }
+                None
+            }
+            ("apps/v1", "ReplicaSet") => w
+                .replica_sets
+                .iter()
+                .rev()
+                .find(|r| named(&r.metadata))
+                .and_then(|r| r.spec.as_ref().map(|s| s.selector.clone())),
+            ("apps/v1", "StatefulSet") => w
+                .stateful_sets
+                .iter()
+                .rev()
+                .find(|r| named(&r.metadata))
+                .and_then(|r| r.spec.as_ref().map(|s| s.selector.clone())),
+            _ => None,
+        };
+        if let Some(sel) = selector
+            && PodSelector::compile(Some(&sel)).is_ok()
+        {
+            for (k, v) in sel.match_labels.clone().unwrap_or_default() {
+                exprs.push(LabelSelectorRequirement {
+                    key: k,
+                    operator: "In".into(),
+                    values: Some(vec![v]),
+                });
+            }
+            exprs.extend(sel.match_expressions.clone().unwrap_or_default());
+        }
+    }
+    if merged.is_empty() && exprs.is_empty() {
+        return None;
+    }
+    PodSelector::compile(Some(&LabelSelector {
+        match_labels: Some(merged),
+        match_expressions: Some(exprs),
+    }))
+    .ok()
+}
+
+/// Every score plugin marked skipped.
+fn skip_all(res: &mut ScheduleResult) {
+    for s in [
+        &mut res.scores.taint_toleration,
+        &mut res.scores.node_affinity,
+        &mut res.scores.node_resources_fit,
+        &mut res.scores.node_resources_balanced_allocation,
+        &mut res.scores.pod_topology_spread,
+        &mut res.scores.inter_pod_affinity,
+        &mut res.scores.image_locality,
+    ] {
+        s.skipped = true;
+    }
+}
+
+/// PreferNoSchedule taints of the node that the pod's tolerations with an
+/// empty or PreferNoSchedule effect do not tolerate.
+fn prefer_no_schedule_count(node: &Node, tolerations: &[Toleration]) -> i64 {
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
+    taints
+        .iter()
+        .filter(|t| t.effect == "PreferNoSchedule")
+        .filter(|t| {
+            !tolerations.iter().any(|tol| {
+                tol.effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
+                    && tolerates(tol, t)
+            })
+        })
+        .count() as i64
+}
+
+/// CPU (millicores) and memory (bytes) in `status.allocatable`, 0 when absent.
+fn allocatable_cpu_memory(node: &Node) -> (i64, i64) {
+    let list = node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.clone())
+        .unwrap_or_default();
+    let get = |name: &str| {
+        list.get(name).map_or(0, |q| {
+            to_units(name, Quantity::parse(&q.0).map_or(0, |q| q.nanos()))
+        })
+    };
+    (get("cpu"), get("memory"))
+}
+
+fn node_image_names(node: &Node) -> BTreeSet<String> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.images.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|i| i.names.unwrap_or_default())
+        .collect()
+}
+
+/// Per image name: the size the first node listing it reports, and how
+/// many nodes list it.
+fn image_inventory(nodes: &[&Node]) -> BTreeMap<String, (i64, usize)> {
+    let mut out: BTreeMap<String, (i64, usize)> = BTreeMap::new();
+    for n in nodes {
+        let mut seen = BTreeSet::new();
+        for image in n
+            .status
+            .as_ref()
+            .and_then(|s| s.images.clone())
+            .unwrap_or_default()
+        {
+            for name in image.names.clone().unwrap_or_default() {
+                if seen.insert(name.clone()) {
+                    out.entry(name)
+                        .or_insert((image.size_bytes.unwrap_or(0), 0))
+                        .1 += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pod's images with `:latest` added where no tag follows the last
+/// `/`, and its container count (init and regular).
+fn images_of(pod: &Pod) -> (Vec<String>, usize) {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let all: Vec<String> = spec
+        .init_containers
+        .unwrap_or_default()
+        .into_iter()
+        .chain(spec.containers)
+        .map(|c| c.image.unwrap_or_default())
+        .collect();
+    let n = all.len();
+    let names = all
+        .into_iter()
+        .map(|i| {
+            let tag = i
+                .rsplit_once('/')
+                .map_or(i.as_str(), |(_, last)| last)
+                .contains(':');
+            if tag { i } else { format!("{i}:latest") }
+        })
+        .collect();
+    (names, n)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -811,15 +1341,16 @@ struct Spread {
     honor_node_taints: bool,
 }
 
-impl Incoming {
-    fn parse(pod: &Pod) -> Self {
-        let spec = pod.spec.clone().unwrap_or_default();
-        let labels = labels_of(pod);
-        let spread = spec
+/// The pod's topology spread constraints of one `whenUnsatisfiable`, with
+/// matchLabelKeys merged.
+fn spread_constraints(pod: &Pod, when: &str) -> Result<Vec<Spread>, ParseError> {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let labels = labels_of(pod);
+    spec
             .topology_spread_constraints
             .iter()
             .flatten()
-            .filter(|c| c.when_unsatisfiable == "DoNotSchedule")
+            .filter(|c| c.when_unsatisfiable == when)
             .map(|c| {
                 let mut selector = c.label_selector.clone();
                 if let Some(sel) = selector.as_mut() {
@@ -846,7 +1377,13 @@ impl Incoming {
                     honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
                 })
             })
-            .collect();
+            .collect()
+}
+
+impl Incoming {
+    fn parse(pod: &Pod) -> Self {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let spread = spread_constraints(pod, "DoNotSchedule");
         let affinity = spec.affinity.clone().unwrap_or_default();
         let pa = affinity.pod_affinity.clone().unwrap_or_default();
         let paa = affinity.pod_anti_affinity.clone().unwrap_or_default();
@@ -941,26 +1478,24 @@ fn first_untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Opt
     taints
         .iter()
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .find(|taint| {
-            !tolerations.iter().any(|tol| {
-                let effect_ok = tol
-                    .effect
-                    .as_deref()
-                    .is_none_or(|e| e.is_empty() || e == taint.effect);
-                let key_ok = tol
-                    .key
-                    .as_deref()
-                    .is_none_or(|k| k.is_empty() || k == taint.key);
-                let value_ok = match tol.operator.as_deref().unwrap_or("") {
-                    "Exists" => true,
-                    "" | "Equal" => {
-                        tol.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-                    }
-                    _ => false,
-                };
-                effect_ok && key_ok && value_ok
-            })
-        })
+        .find(|taint| !tolerations.iter().any(|tol| tolerates(tol, taint)))
+}
+
+fn tolerates(tol: &Toleration, taint: &Taint) -> bool {
+    let effect_ok = tol
+        .effect
+        .as_deref()
+        .is_none_or(|e| e.is_empty() || e == taint.effect);
+    let key_ok = tol
+        .key
+        .as_deref()
+        .is_none_or(|k| k.is_empty() || k == taint.key);
+    let value_ok = match tol.operator.as_deref().unwrap_or("") {
+        "Exists" => true,
+        "" | "Equal" => tol.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
+        _ => false,
+    };
+    effect_ok && key_ok && value_ok
 }
 
 fn failure(plugin: Plugin, code: Code, reasons: Vec<String>) -> Failure {
@@ -1143,15 +1678,34 @@ fn to_units(name: &str, nanos: i128) -> i64 {
 /// The pod's effective request per resource kube-scheduler counts, written
 /// resource by resource from the sidecar KEP's formula.
 fn requested_units(pod: &Pod) -> BTreeMap<String, i64> {
+    units(pod, false)
+}
+
+/// CPU and memory as the resource scores count them: a container without
+/// the request key counts 100m CPU / 200 MiB.
+fn non_zero_units(pod: &Pod) -> (i64, i64) {
+    let u = units(pod, true);
+    (
+        u.get("cpu").copied().unwrap_or(0),
+        u.get("memory").copied().unwrap_or(0),
+    )
+}
+
+fn units(pod: &Pod, defaults: bool) -> BTreeMap<String, i64> {
     let Some(spec) = pod.spec.as_ref() else {
         return BTreeMap::new();
     };
     let req = |c: &k8s_openapi::api::core::v1::Container, name: &str| -> i128 {
-        c.resources
+        let found = c
+            .resources
             .as_ref()
             .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get(name))
-            .map_or(0, |q| Quantity::parse(&q.0).map_or(0, |q| q.nanos()))
+            .and_then(|r| r.get(name));
+        match (found, name) {
+            (None, "cpu") if defaults => 100_000_000,
+            (None, "memory") if defaults => 200 * 1024 * 1024 * 1_000_000_000,
+            _ => found.map_or(0, |q| Quantity::parse(&q.0).map_or(0, |q| q.nanos())),
+        }
     };
     let inits: Vec<_> = spec.init_containers.clone().unwrap_or_default();
     let mut names = BTreeSet::new();
@@ -1164,6 +1718,10 @@ fn requested_units(pod: &Pod) -> BTreeMap<String, i64> {
         .chain(spec.resources.as_ref().and_then(|r| r.requests.clone()));
     for list in all_lists {
         names.extend(list.into_keys());
+    }
+    if defaults && (!spec.containers.is_empty() || !inits.is_empty()) {
+        names.insert("cpu".to_owned());
+        names.insert("memory".to_owned());
     }
     let mut out = BTreeMap::new();
     for name in names {

@@ -84,3 +84,22 @@ pub const TAINT_DEDICATED_DB: &str = "node(s) had untolerated taint {dedicated: 
 pub const UNSCHEDULABLE: &str = "node(s) were unschedulable";
 pub const NODE_NAME: &str = "node(s) didn't match the requested node name";
 pub const PORTS: &str = "node(s) didn't have free ports for the requested pod ports";
+
+/// [`eval`] with the snapshot's Services, ReplicationControllers,
+/// ReplicaSets and StatefulSets (system-default spreading).
+pub fn eval_with_workloads(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    workloads: &kube_scheduler_sim::Workloads,
+    incoming: &Pod,
+    opts: &Options,
+) -> ScheduleResult {
+    let mut state = ClusterState::new(nodes, namespaces, pods, opts.merge_match_label_keys);
+    state.add_workloads(workloads);
+    let fast = state.evaluate(incoming, opts).unwrap();
+    let slow =
+        reference::evaluate_with_workloads(nodes, namespaces, pods, workloads, incoming, opts);
+    assert_eq!(fast, slow, "indexed and reference evaluators disagree");
+    fast
+}
