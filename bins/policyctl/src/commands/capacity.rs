@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_scheduler_sim::{Capacity, ClusterState, DEFAULT_MAX_COPIES, Options, capacity};
+use kube_scheduler_sim::{Capacity, ClusterState, DEFAULT_MAX_COPIES, Options};
 use serde_json::{Value, json};
 
 use crate::cli::{CapacityArgs, WorkloadKind, WorkloadRef};
@@ -84,19 +84,27 @@ fn workload_pod(inventory: &Inventory, workload: &WorkloadRef) -> Result<Pod, Co
     }
 }
 
-/// Capacity of `pod` over the input's cluster.
-pub fn compute(inventory: &Inventory, pod: &Pod, max: usize) -> Result<Capacity, CommandError> {
+/// The input's cluster as a scheduler state, with the workloads whose
+/// selectors kube-scheduler's default topology spreading uses.
+fn state(inventory: &Inventory) -> Result<ClusterState, String> {
     let cluster = Cluster::from_inventory(inventory);
-    let result = capacity(
+    let mut state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,
         &cluster.pods,
-        pod,
-        max,
-        &Options::default(),
+        Options::default().merge_match_label_keys,
     )
-    .map_err(|error| CommandError::Input(format!("cannot compute the capacity: {error}")))?;
-    Ok(result)
+    .map_err(|error| format!("cannot compute the capacity: {error}"))?;
+    state.add_workloads(&cluster.workloads);
+    Ok(state)
+}
+
+/// Capacity of `pod` over a copy of `state`.
+fn compute(state: &ClusterState, pod: &Pod, max: usize) -> Result<Capacity, String> {
+    state
+        .clone()
+        .capacity(pod, max, &Options::default())
+        .map_err(|error| format!("cannot compute the capacity: {error}"))
 }
 
 /// `N more copies fit` and what stopped the run, in one sentence.
@@ -138,7 +146,9 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
             ));
         }
     };
-    let result = compute(inventory, &pod, args.max)?;
+    let result = state(inventory)
+        .and_then(|state| compute(&state, &pod, args.max))
+        .map_err(CommandError::Input)?;
     let name = pod.metadata.name.clone().unwrap_or_default();
     let namespace = pod
         .metadata
@@ -218,7 +228,7 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
     let mut reasons = Vec::new();
     let mut document = BTreeMap::new();
     // One state for every Deployment, cloned for each run.
-    let mut state: Option<Result<ClusterState, String>> = None;
+    let mut shared: Option<Result<ClusterState, String>> = None;
     for (key, located) in &inventory.deployments {
         let Some(spec) = located.object.spec.as_ref() else {
             continue;
@@ -230,23 +240,11 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
         let pod = template_pod(&key.namespace, &key.name, &spec.template);
         let replicas = spec.replicas.unwrap_or(1);
         let name = format!("{}/{}", key.namespace, key.name);
-        let state = state.get_or_insert_with(|| {
-            let cluster = Cluster::from_inventory(inventory);
-            let options = Options::default();
-            ClusterState::from_snapshot(
-                &cluster.nodes,
-                &cluster.namespaces,
-                &cluster.pods,
-                options.merge_match_label_keys,
-            )
-            .map_err(|error| format!("cannot compute the capacity: {error}"))
-        });
-        let outcome = state.as_ref().map_err(Clone::clone).and_then(|state| {
-            state
-                .clone()
-                .capacity(&pod, DEFAULT_MAX_COPIES, &Options::default())
-                .map_err(|error| format!("cannot compute the capacity: {error}"))
-        });
+        let outcome = shared
+            .get_or_insert_with(|| state(inventory))
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|state| compute(state, &pod, DEFAULT_MAX_COPIES));
         match outcome {
             Ok(result) => {
                 let nodes = result

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube_scheduler_sim::{
-    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, schedule,
+    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, Workloads,
+    schedule_with_workloads,
 };
 use serde_json::{Value, json};
 
@@ -32,6 +33,9 @@ pub struct Cluster {
     pub namespaces: Vec<Namespace>,
     /// Pods that are not terminated, by `namespace/name`.
     pub pods: Vec<Pod>,
+    /// Services, ReplicationControllers, ReplicaSets and StatefulSets: the
+    /// selectors of kube-scheduler's default topology spreading.
+    pub workloads: Workloads,
 }
 
 impl Cluster {
@@ -51,8 +55,18 @@ impl Cluster {
                 .filter(|pod| !is_terminated(pod))
                 .cloned()
                 .collect(),
+            workloads: Workloads {
+                services: objects(&inventory.services),
+                replication_controllers: objects(&inventory.replication_controllers),
+                replica_sets: objects(&inventory.replica_sets),
+                stateful_sets: objects(&inventory.stateful_sets),
+            },
         }
     }
+}
+
+fn objects<T: Clone>(objects: &crate::manifest::Objects<T>) -> Vec<T> {
+    objects.values().map(|l| l.object.clone()).collect()
 }
 
 fn is_terminated(pod: &Pod) -> bool {
@@ -84,10 +98,11 @@ pub fn evaluate(
 ) -> Result<ScheduleResult, CommandError> {
     require_pod(inventory, pod)?;
     let cluster = Cluster::from_inventory(inventory);
-    let result = schedule(
+    let result = schedule_with_workloads(
         &cluster.nodes,
         &cluster.namespaces,
         &cluster.pods,
+        &cluster.workloads,
         &pod.namespace,
         &pod.name,
         options,
@@ -187,11 +202,14 @@ fn short_name(plugin: Plugin) -> &'static str {
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let batch =
-        scheduler::schedule_all(&cluster.nodes, &cluster.namespaces, &cluster.pods, options)
-            .map_err(|error| {
-                CommandError::Input(format!("cannot place the pending pods: {error}"))
-            })?;
+    let batch = scheduler::schedule_all_with_workloads(
+        &cluster.nodes,
+        &cluster.namespaces,
+        &cluster.pods,
+        &cluster.workloads,
+        options,
+    )
+    .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()

@@ -27,6 +27,14 @@ pub enum Kind {
     Namespace,
     /// `v1` Pod, in every namespace.
     Pod,
+    /// `v1` Service, in every namespace.
+    Service,
+    /// `v1` ReplicationController, in every namespace.
+    ReplicationController,
+    /// `apps/v1` ReplicaSet, in every namespace.
+    ReplicaSet,
+    /// `apps/v1` StatefulSet, in every namespace.
+    StatefulSet,
     /// `v1` PersistentVolumeClaim, in every namespace.
     PersistentVolumeClaim,
     /// `v1` PersistentVolume.
@@ -47,8 +55,6 @@ pub enum Kind {
     DataDownload,
     /// `apps/v1` Deployment, in every namespace (pod templates).
     Deployment,
-    /// `apps/v1` StatefulSet, in every namespace (pod templates).
-    StatefulSet,
     /// Cluster API Machine, in every namespace.
     Machine,
     /// Cluster API Cluster, in every namespace.
@@ -125,11 +131,15 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 23] = [
+    pub const ALL: [Kind; 26] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
         Kind::Pod,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::PersistentVolumeClaim,
         Kind::PersistentVolume,
         Kind::StorageClass,
@@ -140,7 +150,6 @@ impl Kind {
         Kind::DataUpload,
         Kind::DataDownload,
         Kind::Deployment,
-        Kind::StatefulSet,
         Kind::Machine,
         Kind::Cluster,
         Kind::KubeadmControlPlane,
@@ -160,6 +169,22 @@ impl Kind {
                 Kind::Node => ("", &["v1"], "Node", "nodes", Cluster),
                 Kind::Namespace => ("", &["v1"], "Namespace", "namespaces", Cluster),
                 Kind::Pod => ("", &["v1"], "Pod", "pods", AllNamespaces),
+                Kind::Service => ("", &["v1"], "Service", "services", AllNamespaces),
+                Kind::ReplicationController => (
+                    "",
+                    &["v1"],
+                    "ReplicationController",
+                    "replicationcontrollers",
+                    AllNamespaces,
+                ),
+                Kind::ReplicaSet => ("apps", &["v1"], "ReplicaSet", "replicasets", AllNamespaces),
+                Kind::StatefulSet => (
+                    "apps",
+                    &["v1"],
+                    "StatefulSet",
+                    "statefulsets",
+                    AllNamespaces,
+                ),
                 Kind::PersistentVolumeClaim => (
                     "",
                     &["v1"],
@@ -218,13 +243,6 @@ impl Kind {
                     VeleroNamespace,
                 ),
                 Kind::Deployment => ("apps", &["v1"], "Deployment", "deployments", AllNamespaces),
-                Kind::StatefulSet => (
-                    "apps",
-                    &["v1"],
-                    "StatefulSet",
-                    "statefulsets",
-                    AllNamespaces,
-                ),
                 Kind::Machine => (
                     "cluster.x-k8s.io",
                     CAPI_VERSIONS,
@@ -296,8 +314,14 @@ impl Kind {
 /// are ConfigMaps in Velero's namespace.
 const CONFIG: &[Kind] = &[Kind::ConfigMap];
 const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
-/// Workloads whose pod template `capacity --workload` copies.
-const WORKLOADS: &[Kind] = &[Kind::Deployment, Kind::StatefulSet];
+/// The objects kube-scheduler's default topology spreading takes its
+/// selectors from (`schedule` scores).
+const WORKLOADS: &[Kind] = &[
+    Kind::Service,
+    Kind::ReplicationController,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+];
 const STORAGE: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
@@ -347,8 +371,10 @@ pub fn needs(command: &Command) -> Needs {
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
-        Command::Schedule(_) => &[SCHEDULING],
-        Command::Capacity(_) => &[SCHEDULING, WORKLOADS],
+        Command::Schedule(_) => &[SCHEDULING, WORKLOADS],
+        // The pod templates of `--workload` come from Deployments and
+        // StatefulSets.
+        Command::Capacity(_) => &[SCHEDULING, WORKLOADS, &[Kind::Deployment]],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",

@@ -325,6 +325,18 @@ fn add_object(
         ("v1", "Node") => insert(&mut inventory.nodes, origin, kind, false, value),
         ("v1", "Namespace") => insert(&mut inventory.namespaces, origin, kind, false, value),
         ("v1", "Pod") => insert(&mut inventory.pods, origin, kind, true, value),
+        ("v1", "Service") => insert(&mut inventory.services, origin, kind, true, value),
+        ("v1", "ReplicationController") => insert(
+            &mut inventory.replication_controllers,
+            origin,
+            kind,
+            true,
+            value,
+        ),
+        ("apps/v1", "ReplicaSet") => insert(&mut inventory.replica_sets, origin, kind, true, value),
+        ("apps/v1", "StatefulSet") => {
+            insert(&mut inventory.stateful_sets, origin, kind, true, value)
+        }
         ("v1", "PersistentVolumeClaim") => insert(
             &mut inventory.persistent_volume_claims,
             origin,
@@ -350,9 +362,6 @@ fn add_object(
             value,
         ),
         ("apps/v1", "Deployment") => insert(&mut inventory.deployments, origin, kind, true, value),
-        ("apps/v1", "StatefulSet") => {
-            insert(&mut inventory.stateful_sets, origin, kind, true, value)
-        }
         ("velero.io/v1", "Backup") => insert(&mut inventory.backups, origin, kind, true, value),
         ("velero.io/v1", "PodVolumeBackup") => {
             insert(&mut inventory.pod_volume_backups, origin, kind, true, value)
@@ -553,6 +562,34 @@ impl Unread for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+/// Workloads are read for their selectors (kube-scheduler's default
+/// topology spreading): their pod templates are dropped.
+impl Unread for k8s_openapi::api::apps::v1::ReplicaSet {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = None;
+        }
+    }
+}
+
+/// A StatefulSet keeps its pod template (`capacity --workload` copies it);
+/// its volume claim templates are dropped.
+impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.volume_claim_templates = None;
+        }
+    }
+}
+
+impl Unread for k8s_openapi::api::core::v1::ReplicationController {
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = None;
+        }
+    }
+}
+
 macro_rules! read_whole {
     ($($kind:ty),* $(,)?) => { $(impl Unread for $kind {})* };
 }
@@ -561,6 +598,7 @@ read_whole!(
     k8s_openapi::api::core::v1::ConfigMap,
     k8s_openapi::api::core::v1::Node,
     k8s_openapi::api::core::v1::Namespace,
+    k8s_openapi::api::core::v1::Service,
     k8s_openapi::api::core::v1::PersistentVolumeClaim,
     k8s_openapi::api::core::v1::PersistentVolume,
     k8s_openapi::api::storage::v1::StorageClass,
@@ -571,7 +609,6 @@ read_whole!(
     velero_api::DataUpload,
     velero_api::DataDownload,
     k8s_openapi::api::apps::v1::Deployment,
-    k8s_openapi::api::apps::v1::StatefulSet,
     kube_adapters::capi::Machine,
     kube_adapters::capi::Cluster,
     kube_adapters::capi::KubeadmControlPlane,

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::hosts::HostInventory;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
+use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use kube_adapters::capi::Machine;
 use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
@@ -75,6 +76,15 @@ pub struct Inventory {
     pub namespaces: Objects<Namespace>,
     /// `v1` Pods.
     pub pods: Objects<Pod>,
+    /// `v1` Services (selectors for kube-scheduler's default spreading).
+    pub services: Objects<Service>,
+    /// `v1` ReplicationControllers.
+    pub replication_controllers: Objects<ReplicationController>,
+    /// `apps/v1` ReplicaSets.
+    pub replica_sets: Objects<ReplicaSet>,
+    /// `apps/v1` StatefulSets (selectors for kube-scheduler's default
+    /// spreading; their pod template for `capacity --workload`).
+    pub stateful_sets: Objects<StatefulSet>,
     /// `v1` PersistentVolumeClaims.
     pub persistent_volume_claims: Objects<PersistentVolumeClaim>,
     /// `v1` PersistentVolumes.
@@ -86,8 +96,6 @@ pub struct Inventory {
     /// `apps/v1` Deployments (their pod template: `capacity --workload`,
     /// the report's spare-replica section).
     pub deployments: Objects<Deployment>,
-    /// `apps/v1` StatefulSets (their pod template: `capacity --workload`).
-    pub stateful_sets: Objects<StatefulSet>,
     /// `velero.io/v1` Backups.
     pub backups: Objects<Backup>,
     /// `velero.io/v1` PodVolumeBackups.
