@@ -84,8 +84,9 @@ fn workload_pod(inventory: &Inventory, workload: &WorkloadRef) -> Result<Pod, Co
     }
 }
 
-/// The input's cluster as a scheduler state, with the workloads whose
-/// selectors kube-scheduler's default topology spreading uses.
+/// The input's cluster as a scheduler state, with the storage objects the
+/// volume filters read and the workloads whose selectors kube-scheduler's
+/// default topology spreading uses.
 fn state(inventory: &Inventory) -> Result<ClusterState, String> {
     let cluster = Cluster::from_inventory(inventory);
     let mut state = ClusterState::from_snapshot(
@@ -95,6 +96,7 @@ fn state(inventory: &Inventory) -> Result<ClusterState, String> {
         Options::default().merge_match_label_keys,
     )
     .map_err(|error| format!("cannot compute the capacity: {error}"))?;
+    state.set_storage(&cluster.storage);
     state.add_workloads(&cluster.workloads);
     Ok(state)
 }
