@@ -133,7 +133,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 27] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
