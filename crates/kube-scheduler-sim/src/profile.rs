@@ -4,6 +4,7 @@
 //! with their weights (C.21) of one pod over a [`ClusterState`].
 
 use crate::plugins::helper::default_normalize;
+use crate::plugins::node_affinity::AddedAffinity;
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
@@ -100,11 +101,25 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
     let pod = &resolved;
     let pre = interpod_prefilter(state, pod);
     let node_unconstrained = pod.required_node.is_unconstrained();
+    // NodeAffinityArgs.addedAffinity (C.47); `Options::validate` has parsed it.
+    let added = opts
+        .added_affinity
+        .as_ref()
+        .and_then(|a| AddedAffinity::compile(a).ok())
+        .unwrap_or_default();
     let tolerates_cordon = node_unschedulable::tolerates_cordon(&pod.tolerations);
     for (i, reason) in out.reasons.iter_mut().enumerate() {
         let node = i as u32;
         let entry = &state.nodes[i];
-        *reason = node_filters(entry, pod, requests, tolerates_cordon, node_unconstrained).or_else(
+        *reason = node_filters(
+            entry,
+            pod,
+            requests,
+            tolerates_cordon,
+            node_unconstrained,
+            &added,
+        )
+        .or_else(
             || {
                 spread
                     .as_ref()
@@ -134,8 +149,10 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
             out.score_error = Some(format!("running PreScore plugin \"NodeAffinity\": {e}"));
             return out;
         }
-        Some(Ok(terms)) => Some(terms),
-        // No preferred list: PreScore skips the plugin (C.5).
+        Some(Ok(terms)) => Some(terms.as_slice()),
+        // No preferred list and no added preferred terms: PreScore skips
+        // the plugin (C.5, C.47).
+        None if added.preferred.is_some() => Some(&[][..]),
         None => None,
     };
     // PodTopologySpread PreScore: the pod's ScheduleAnyway constraints, or
@@ -174,11 +191,12 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
             // A list, even of weight-0 terms only: every node is scored.
             Plugin::NodeAffinity => node_affinity_terms.map(|terms| {
                 let raw = per_node(&|e| {
-                    terms
-                        .iter()
-                        .filter(|(_, t)| t.matches(&e.name, &e.labels))
-                        .map(|(w, _)| *w)
-                        .sum()
+                    added.score(&e.name, &e.labels)
+                        + terms
+                            .iter()
+                            .filter(|(_, t)| t.matches(&e.name, &e.labels))
+                            .map(|(w, _)| *w)
+                            .sum::<i64>()
                 });
                 let normalized = default_normalize(&raw, false);
                 (raw, normalized)
@@ -253,6 +271,7 @@ fn node_filters(
     requests: &crate::resources::Resources,
     tolerates_cordon: bool,
     node_unconstrained: bool,
+    added: &AddedAffinity,
 ) -> Option<Rejection> {
     if entry.unschedulable && !tolerates_cordon {
         return Some(Rejection::Fixed(Reason::NodeUnschedulable));
@@ -262,6 +281,9 @@ fn node_filters(
     }
     if let Some(taint) = taint_toleration::filter(&entry.taints, &pod.tolerations) {
         return Some(Rejection::Taint(taint.clone()));
+    }
+    if !added.fits(&entry.name, &entry.labels) {
+        return Some(Rejection::Fixed(Reason::NodeAffinityEnforced));
     }
     if !node_unconstrained && !pod.required_node.matches(&entry.name, &entry.labels) {
         return Some(Rejection::Fixed(Reason::NodeAffinityMismatch));

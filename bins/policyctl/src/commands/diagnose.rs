@@ -48,6 +48,7 @@ pub fn diagnose(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod_ref: &ObjectRef,
+    options: &Options,
 ) -> Result<BTreeMap<String, NodeFinding>, CommandError> {
     let pod = require_pod(inventory, pod_ref)?;
     let cluster = Cluster::from_inventory(inventory);
@@ -60,7 +61,6 @@ pub fn diagnose(
         })
         .cloned()
         .collect();
-    let options = Options::default();
     let state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,
@@ -237,8 +237,9 @@ pub fn run(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod_ref: &ObjectRef,
+    options: &Options,
 ) -> Result<Output, CommandError> {
-    let findings = diagnose(config, inventory, pod_ref)?;
+    let findings = diagnose(config, inventory, pod_ref, options)?;
     let pod = require_pod(inventory, pod_ref)?;
     let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
     let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
