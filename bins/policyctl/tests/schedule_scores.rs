@@ -102,7 +102,8 @@ fn added_affinity_filters_and_scores_every_pod() {
     .unwrap();
     let run = run_with_stdin(&args, CLUSTER);
     assert!(
-        run.stderr.contains("must have at least one node selector term"),
+        run.stderr
+            .contains("must have at least one node selector term"),
         "{}",
         run.stderr
     );

@@ -4,10 +4,10 @@
 //! with their weights (C.21) of one pod over a [`ClusterState`].
 
 use crate::plugins::helper::default_normalize;
-use crate::plugins::node_affinity::AddedAffinity;
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
+use crate::plugins::node_affinity::AddedAffinity;
 use crate::plugins::pod_topology_spread::{
     spread_filter, spread_prefilter, spread_score, system_default_constraints,
 };
@@ -119,15 +119,13 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
             node_unconstrained,
             &added,
         )
-        .or_else(
-            || {
-                spread
-                    .as_ref()
-                    .and_then(|s| spread_filter(state, s, node))
-                    .or_else(|| interpod_filter(state, &pre, node))
-                    .map(Rejection::Fixed)
-            },
-        );
+        .or_else(|| {
+            spread
+                .as_ref()
+                .and_then(|s| spread_filter(state, s, node))
+                .or_else(|| interpod_filter(state, &pre, node))
+                .map(Rejection::Fixed)
+        });
     }
     let feasible = out.reasons.iter().filter(|r| r.is_none()).count();
     out.scored = if opts.score_all_nodes {

@@ -165,9 +165,7 @@ impl Reason {
             Reason::NodePortsConflict => Plugin::NodePorts,
             Reason::NodeAffinityMismatch
             | Reason::NodeAffinityEnforced
-            | Reason::NodeAffinityTermsConflict => {
-                Plugin::NodeAffinity
-            }
+            | Reason::NodeAffinityTermsConflict => Plugin::NodeAffinity,
             Reason::SpreadMissingLabel | Reason::SpreadSkew => Plugin::PodTopologySpread,
             _ => Plugin::InterPodAffinity,
         }

@@ -513,7 +513,10 @@ mod added_affinity {
         assert_eq!(r.feasible, ["n1", "n3"]);
         let enforced = "node(s) didn't match scheduler-enforced node affinity";
         assert_eq!(r.unschedulable["n2"].message, enforced);
-        assert_eq!(r.unschedulable["n2"].plugin, kube_scheduler_sim::Plugin::NodeAffinity);
+        assert_eq!(
+            r.unschedulable["n2"].plugin,
+            kube_scheduler_sim::Plugin::NodeAffinity
+        );
         // Pod with affinity and added affinity: both must hold, the added
         // one is reported first.
         let own = pod(
@@ -543,10 +546,23 @@ mod added_affinity {
         let r = eval(&nodes, &[], &[], &bare, &opts);
         let na = &r.scores.node_affinity;
         assert!(!na.skipped);
-        assert_eq!(na.raw, [("n1".to_owned(), 3), ("n2".to_owned(), 0), ("n3".to_owned(), 3)].into());
+        assert_eq!(
+            na.raw,
+            [
+                ("n1".to_owned(), 3),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 3)
+            ]
+            .into()
+        );
         assert_eq!(
             na.normalized,
-            [("n1".to_owned(), 100), ("n2".to_owned(), 0), ("n3".to_owned(), 100)].into()
+            [
+                ("n1".to_owned(), 100),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 100)
+            ]
+            .into()
         );
         // "Added affinity and pod has default affinity": weight 2 disk=ssd
         // from the pod adds to the added weight 3.
@@ -561,10 +577,23 @@ mod added_affinity {
         );
         let r = eval(&nodes, &[], &[], &own, &opts);
         let na = &r.scores.node_affinity;
-        assert_eq!(na.raw, [("n1".to_owned(), 3), ("n2".to_owned(), 0), ("n3".to_owned(), 5)].into());
+        assert_eq!(
+            na.raw,
+            [
+                ("n1".to_owned(), 3),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 5)
+            ]
+            .into()
+        );
         assert_eq!(
             na.normalized,
-            [("n1".to_owned(), 60), ("n2".to_owned(), 0), ("n3".to_owned(), 100)].into()
+            [
+                ("n1".to_owned(), 60),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 100)
+            ]
+            .into()
         );
         assert_eq!(r.selected.as_deref(), Some("n3"));
     }
@@ -577,8 +606,14 @@ mod added_affinity {
         let err = state
             .evaluate(&pod("default", "p", &[], None, Value::Null), &opts)
             .unwrap_err();
-        assert!(err.to_string().starts_with("addedAffinity: requiredDuringSchedulingIgnoredDuringExecution: "), "{err}");
-        let empty = added(json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}));
+        assert!(
+            err.to_string()
+                .starts_with("addedAffinity: requiredDuringSchedulingIgnoredDuringExecution: "),
+            "{err}"
+        );
+        let empty = added(
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}),
+        );
         assert!(empty.validate().is_err());
     }
 }

@@ -43,9 +43,8 @@ impl AddedAffinity {
         if let Some(preferred) = &affinity.preferred_during_scheduling_ignored_during_execution
             && !preferred.is_empty()
         {
-            let terms = parse_preferred(preferred).map_err(|e| {
-                format!("preferredDuringSchedulingIgnoredDuringExecution: {e}")
-            })?;
+            let terms = parse_preferred(preferred)
+                .map_err(|e| format!("preferredDuringSchedulingIgnoredDuringExecution: {e}"))?;
             out.preferred = Some(terms);
         }
         Ok(out)

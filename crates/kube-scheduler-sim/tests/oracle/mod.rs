@@ -475,10 +475,10 @@ pub fn evaluate_with_workloads(
             .iter()
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
             .collect();
-        let added_required = opts
-            .added_affinity
-            .as_ref()
-            .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+        let added_required = opts.added_affinity.as_ref().and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
         if let Some(f) = node_level_failure(&incoming, n, &on_node, added_required) {
             res.unschedulable.insert(name, f);
             continue;
@@ -596,13 +596,20 @@ pub fn evaluate_with_workloads(
     let added_preferred: Vec<_> = opts
         .added_affinity
         .as_ref()
-        .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.clone())
+        .and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .clone()
+        })
         .unwrap_or_default();
     let relevant: Vec<_> = relevant
         .into_iter()
         .chain(added_preferred.iter().filter(|p| {
             p.weight != 0
-                && !(p.preference.match_expressions.as_ref().is_none_or(Vec::is_empty)
+                && !(p
+                    .preference
+                    .match_expressions
+                    .as_ref()
+                    .is_none_or(Vec::is_empty)
                     && p.preference.match_fields.as_ref().is_none_or(Vec::is_empty))
         }))
         .collect();
