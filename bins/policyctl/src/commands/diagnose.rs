@@ -88,7 +88,7 @@ pub fn diagnose(
         // kube-scheduler's verdict only for what that diagnosis does not
         // cover (node name, host ports, resources, pod (anti-)affinity,
         // topology spread).
-        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, &options)
+        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, options)
             && !verdict.fits
             && !(data_mover.is_some()
                 && matches!(
