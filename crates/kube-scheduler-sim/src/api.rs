@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::profile::{AllNodes, CoreEval, evaluate, select, totals};
 use crate::result::{Failure, Options, OptionsError, PluginScores, SCORE_WEIGHTS, ScheduleResult};
 use crate::state::{ClusterState, PodId, StateError};
+use crate::volumes::StorageObjects;
 use crate::workloads::Workloads;
 
 /// Why an entry point could not run.
@@ -106,7 +107,9 @@ impl ClusterState {
         }
         match &core.all_nodes {
             Some(AllNodes::Reason(r)) => format!("0/{n} nodes are available: {}.", r.message()),
-            Some(AllNodes::Message(m)) => format!("0/{n} nodes are available: {m}."),
+            Some(AllNodes::Message(m) | AllNodes::Plugin(_, m)) => {
+                format!("0/{n} nodes are available: {m}.")
+            }
             None => fit_error_summary(n, core.reasons.iter().flatten().map(|r| r.reasons())),
         }
     }
@@ -125,6 +128,12 @@ impl ClusterState {
                 AllNodes::Reason(r) => r.failure(),
                 AllNodes::Message(m) => Failure {
                     plugin: crate::result::Plugin::InterPodAffinity,
+                    code: crate::result::Code::UnschedulableAndUnresolvable,
+                    message: m.clone(),
+                    reasons: vec![m.clone()],
+                },
+                AllNodes::Plugin(plugin, m) => Failure {
+                    plugin: *plugin,
                     code: crate::result::Code::UnschedulableAndUnresolvable,
                     message: m.clone(),
                     reasons: vec![m.clone()],
@@ -249,6 +258,68 @@ pub fn schedule_with_workloads(
     name: &str,
     opts: &Options,
 ) -> Result<ScheduleResult, ScheduleError> {
+    let storage = StorageObjects::default();
+    let snapshot = Snapshot {
+        nodes,
+        namespaces,
+        pods,
+        workloads,
+        storage: &storage,
+    };
+    schedule_snapshot(&snapshot, namespace, name, opts)
+}
+
+/// Everything of a cluster snapshot the scheduler reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot<'a> {
+    /// Nodes.
+    pub nodes: &'a [Node],
+    /// Namespaces (namespaceSelectors).
+    pub namespaces: &'a [Namespace],
+    /// Pods; the bound ones are placed.
+    pub pods: &'a [Pod],
+    /// Services, ReplicationControllers, ReplicaSets and StatefulSets (C.46).
+    pub workloads: &'a Workloads,
+    /// Claims, volumes, storage classes and CSINodes (C.50–C.54).
+    pub storage: &'a StorageObjects,
+}
+
+/// [`schedule`] with the cluster's claims, volumes, storage classes and
+/// CSINodes, which the volume filters read (C.50–C.53).
+pub fn schedule_with_storage(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    storage: &StorageObjects,
+    namespace: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<ScheduleResult, ScheduleError> {
+    let workloads = Workloads::default();
+    let snapshot = Snapshot {
+        nodes,
+        namespaces,
+        pods,
+        workloads: &workloads,
+        storage,
+    };
+    schedule_snapshot(&snapshot, namespace, name, opts)
+}
+
+/// [`schedule`] over a whole [`Snapshot`].
+pub fn schedule_snapshot(
+    snapshot: &Snapshot<'_>,
+    namespace: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<ScheduleResult, ScheduleError> {
+    let Snapshot {
+        nodes,
+        namespaces,
+        pods,
+        workloads,
+        storage,
+    } = *snapshot;
     opts.validate()?;
     let is_target = |p: &Pod| {
         p.metadata.namespace.as_deref().unwrap_or("default") == namespace
@@ -261,6 +332,7 @@ pub fn schedule_with_workloads(
     let others: Vec<Pod> = pods.iter().filter(|p| !is_target(p)).cloned().collect();
     let mut state =
         ClusterState::from_snapshot(nodes, namespaces, &others, opts.merge_match_label_keys)?;
+    state.set_storage(storage);
     state.add_workloads(workloads);
     let mut incoming = target.clone();
     if let Some(spec) = incoming.spec.as_mut() {
@@ -290,9 +362,53 @@ pub fn schedule_all_with_workloads(
     workloads: &Workloads,
     opts: &Options,
 ) -> Result<BatchResult, ScheduleError> {
+    let storage = StorageObjects::default();
+    let snapshot = Snapshot {
+        nodes,
+        namespaces,
+        pods,
+        workloads,
+        storage: &storage,
+    };
+    schedule_all_snapshot(&snapshot, opts)
+}
+
+/// [`schedule_all`] with the cluster's storage objects; every placement
+/// counts the pod's claims and attached volumes for the pods after it.
+pub fn schedule_all_with_storage(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    storage: &StorageObjects,
+    opts: &Options,
+) -> Result<BatchResult, ScheduleError> {
+    let workloads = Workloads::default();
+    let snapshot = Snapshot {
+        nodes,
+        namespaces,
+        pods,
+        workloads: &workloads,
+        storage,
+    };
+    schedule_all_snapshot(&snapshot, opts)
+}
+
+/// [`schedule_all`] over a whole [`Snapshot`].
+pub fn schedule_all_snapshot(
+    snapshot: &Snapshot<'_>,
+    opts: &Options,
+) -> Result<BatchResult, ScheduleError> {
+    let Snapshot {
+        nodes,
+        namespaces,
+        pods,
+        workloads,
+        storage,
+    } = *snapshot;
     opts.validate()?;
     let mut state =
         ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
+    state.set_storage(storage);
     state.add_workloads(workloads);
     let mut pending: Vec<&Pod> = pods
         .iter()

@@ -2,9 +2,11 @@
 //!
 //! Runs the same checks in the same order as the evaluator
 //! (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
-//! NodeResourcesFit, PodTopologySpread, InterPodAffinity), then names what
+//! NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
+//! VolumeZone, PodTopologySpread, InterPodAffinity), then names what
 //! is responsible: the taint, the cordon, each resource with its amounts,
-//! the pod holding a host port, the pod and domain of an (anti-)affinity
+//! the pod holding a host port, the claim and volume whose zone or node
+//! affinity excludes the node, the pod and domain of an (anti-)affinity
 //! match. Meant for a `diagnose` command; not fast.
 
 use k8s_openapi::api::core::v1::Pod;
@@ -65,6 +67,13 @@ pub fn diagnose(
             d.explanation = "every required node affinity term pins metadata.name, and no node name satisfies all pins of any term".to_owned();
             return Some(d);
         }
+        Some(AllNodes::Plugin(plugin, m)) => {
+            d.plugin = Some(*plugin);
+            d.message = Some(m.clone());
+            d.explanation =
+                format!("{plugin:?} rejects the pod on every node before filtering: {m}");
+            return Some(d);
+        }
         Some(AllNodes::Message(m)) => {
             d.plugin = Some(Plugin::InterPodAffinity);
             d.message = Some(m.clone());
@@ -75,7 +84,7 @@ pub fn diagnose(
     }
     let Some(rejection) = core.reasons[node as usize].clone() else {
         d.fits = true;
-        d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread and InterPodAffinity on this node".to_owned();
+        d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread and InterPodAffinity on this node".to_owned();
         return Some(d);
     };
     d.plugin = Some(rejection.plugin());
@@ -98,6 +107,10 @@ pub fn diagnose(
                 .join("; ");
             return Some(d);
         }
+        Rejection::Volumes(_) => {
+            d.explanation = explain_volumes(state, &info, node, None);
+            return Some(d);
+        }
         Rejection::Fixed(reason) => *reason,
     };
     let labels = &entry.labels;
@@ -115,6 +128,10 @@ pub fn diagnose(
             info.node_name.as_deref().unwrap_or_default()
         ),
         Plugin::NodePorts => explain_ports(state, &info, node),
+        Plugin::VolumeRestrictions
+        | Plugin::NodeVolumeLimits
+        | Plugin::VolumeBinding
+        | Plugin::VolumeZone => explain_volumes(state, &info, node, Some(reason)),
         // Carried by `Rejection::Taint` / `Rejection::Resources` above.
         Plugin::TaintToleration | Plugin::NodeResourcesFit => String::new(),
         // Score-only plugins never reject a node.
@@ -219,6 +236,116 @@ pub fn diagnose(
         }
     };
     Some(d)
+}
+
+/// The volume filters' verdict on a node in plain words: the claim, the
+/// volume and the label or term responsible.
+fn explain_volumes(
+    state: &ClusterState,
+    info: &crate::pod_info::PodInfo,
+    node: u32,
+    reason: Option<crate::result::Reason>,
+) -> String {
+    use crate::plugins::volume_binding::{BoundProblem, DelayedProblem, find};
+    use crate::plugins::{node_volume_limits, volume_zone};
+    use crate::result::Reason;
+    let entry = &state.nodes[node as usize];
+    let Ok(pre) = crate::profile::volume_prefilter(state, info) else {
+        return "a volume plugin rejects the pod on every node".to_owned();
+    };
+    match reason {
+        Some(Reason::DiskConflict) => {
+            for d in &info.volumes.disks {
+                if let Some((used, _)) = entry.volumes.disks.iter().find(|(e, _)| d.conflicts(e)) {
+                    let holder = state
+                        .placed()
+                        .filter(|(_, n)| *n == node)
+                        .map(|(p, _)| p)
+                        .find(|p| p.volumes.disks.contains(used))
+                        .map(|p| format!("pod {}", p.key()))
+                        .unwrap_or_else(|| "a pod".to_owned());
+                    return format!(
+                        "{} is already used by {holder} on this node, and the two mounts are not both read-only",
+                        d.describe()
+                    );
+                }
+            }
+            "an inline disk of the pod is already in use on this node".to_owned()
+        }
+        Some(Reason::ReadWriteOncePodConflict) => {
+            let claims = pre.restrictions.map(|r| r.in_use).unwrap_or_default();
+            format!(
+                "PersistentVolumeClaim(s) {} have access mode ReadWriteOncePod and another scheduled pod already uses them",
+                claims.join(", ")
+            )
+        }
+        Some(Reason::MaxVolumeCount) => {
+            let new = pre.limits.unwrap_or_default();
+            match node_volume_limits::exceeded(
+                &new,
+                &entry.volumes,
+                state.storage.csi_limits.get(&entry.name),
+            ) {
+                Some((driver, attached, count, limit)) => format!(
+                    "CSI driver {driver}: {attached} volume(s) already attached here plus {count} new one(s) of the pod exceed the node's limit of {limit} (CSINode {} spec.drivers[].allocatable.count)",
+                    entry.name
+                ),
+                None => "a CSI driver's volume limit on this node would be exceeded".to_owned(),
+            }
+        }
+        Some(Reason::VolumeZoneConflict) => {
+            let topologies = pre.zone.unwrap_or_default();
+            match volume_zone::filter(&topologies, &entry.labels) {
+                Some(t) => {
+                    let wanted: Vec<&str> = t.values.iter().map(String::as_str).collect();
+                    let has = match volume_zone::node_value(t, &entry.labels) {
+                        Some((k, v)) => format!("the node has {k}={v}"),
+                        None => format!("the node has no label {:?}", t.key),
+                    };
+                    format!(
+                        "PersistentVolumeClaim {} is bound to PersistentVolume {}, labelled {}={}; {has}",
+                        t.claim,
+                        t.pv,
+                        t.key,
+                        wanted.join("__")
+                    )
+                }
+                None => "a bound volume's zone does not match the node".to_owned(),
+            }
+        }
+        _ => {
+            let Some(b) = pre.binding else {
+                return "the pod's claims cannot be bound on this node".to_owned();
+            };
+            let (bound, delayed) = find(&state.storage, info, &b, &entry.name, &entry.labels);
+            let mut parts = Vec::new();
+            match bound {
+                Some(BoundProblem::NodeAffinity { claim, pv }) => parts.push(format!(
+                    "PersistentVolumeClaim {claim} is bound to PersistentVolume {pv}, whose spec.nodeAffinity does not match the node's labels {:?}",
+                    entry.labels
+                )),
+                Some(BoundProblem::Missing { claim, pv }) => parts.push(format!(
+                    "PersistentVolumeClaim {claim} is bound to PersistentVolume {pv}, which does not exist"
+                )),
+                None => {}
+            }
+            match delayed {
+                Some(DelayedProblem::SelectedNode { claim, node }) => parts.push(format!(
+                    "PersistentVolumeClaim {claim} waits for its volume on node {node} ({} annotation)",
+                    crate::volumes::ANN_SELECTED_NODE
+                )),
+                Some(DelayedProblem::NoVolume { claim, class, why }) => parts.push(format!(
+                    "PersistentVolumeClaim {claim} (StorageClass {class}, WaitForFirstConsumer): {why}"
+                )),
+                None => {}
+            }
+            if parts.is_empty() {
+                "the pod's claims cannot be bound on this node".to_owned()
+            } else {
+                parts.join("; ")
+            }
+        }
+    }
 }
 
 fn explain_ports(state: &ClusterState, info: &crate::pod_info::PodInfo, node: u32) -> String {

@@ -55,12 +55,14 @@ mod result;
 mod selector;
 mod state;
 pub mod taints;
+pub mod volumes;
 mod workloads;
 
 pub use admission::apply_match_label_keys;
 pub use api::{
-    BatchResult, Placement, ScheduleError, fit_error_summary, schedule, schedule_all,
-    schedule_all_with_workloads, schedule_with_workloads,
+    BatchResult, Placement, ScheduleError, Snapshot, fit_error_summary, schedule, schedule_all,
+    schedule_all_snapshot, schedule_all_with_storage, schedule_all_with_workloads,
+    schedule_snapshot, schedule_with_storage, schedule_with_workloads,
 };
 pub use capacity::{Capacity, DEFAULT_MAX_COPIES, capacity, capacity_copy};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
@@ -71,6 +73,7 @@ pub use result::{
 };
 pub use selector::PodSelector;
 pub use state::{ClusterState, PodId, StateError};
+pub use volumes::StorageObjects;
 pub use workloads::Workloads;
 
 // The README's example runs as a doctest.

@@ -137,6 +137,8 @@ pub struct PodInfo {
     pub(crate) requests: Result<Resources, QuantityProblem>,
     /// Host ports (NodePorts).
     pub(crate) host_ports: Vec<HostPort>,
+    /// Claims and inline disks (the volume filters, C.50–C.53).
+    pub(crate) volumes: crate::volumes::PodVolumes,
     /// CPU (millicores) and memory counted by the resource scores, with
     /// the 100m / 200 MiB defaults (C.42); zero when a quantity does not
     /// parse (`requests` then holds the error).
@@ -275,6 +277,7 @@ impl PodInfo {
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
             requests: pod_requests(pod),
             host_ports: host_ports(pod),
+            volumes: crate::volumes::PodVolumes::new(pod),
             non_zero_requests: pod_non_zero_requests(pod).unwrap_or_default(),
             images,
             container_count,

@@ -1,5 +1,6 @@
 //! The indexed evaluator: the default profile's filters (NodeUnschedulable,
 //! NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//! VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //! PodTopologySpread, InterPodAffinity, in that order, C.31) and its scores
 //! with their weights (C.21) of one pod over a [`ClusterState`].
 
@@ -8,12 +9,15 @@ use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
 use crate::plugins::node_affinity::AddedAffinity;
+use crate::plugins::node_volume_limits::NewVolumes;
 use crate::plugins::pod_topology_spread::{
     spread_filter, spread_prefilter, spread_score, system_default_constraints,
 };
+use crate::plugins::volume_zone::PvTopology;
 use crate::plugins::{
     image_locality, node_name, node_ports, node_resources_balanced_allocation, node_resources_fit,
-    node_unschedulable, taint_toleration,
+    node_unschedulable, node_volume_limits, taint_toleration, volume_binding, volume_restrictions,
+    volume_zone,
 };
 use crate::pod_info::PodInfo;
 use crate::result::{Options, Plugin, Reason, Rejection, SCORE_WEIGHTS};
@@ -51,6 +55,78 @@ pub(crate) struct PluginEval {
 pub(crate) enum AllNodes {
     Reason(Reason),
     Message(String),
+    /// A volume plugin's PreFilter failure (UnschedulableAndUnresolvable).
+    Plugin(Plugin, String),
+}
+
+/// What the volume plugins' PreFilters computed (`None` = skipped).
+#[derive(Default)]
+pub(crate) struct VolumePre {
+    pub(crate) restrictions: Option<volume_restrictions::Pre>,
+    pub(crate) limits: Option<NewVolumes>,
+    pub(crate) binding: Option<volume_binding::Pre>,
+    pub(crate) zone: Option<Vec<PvTopology>>,
+}
+
+/// The PreFilters of VolumeRestrictions, NodeVolumeLimits, VolumeBinding
+/// and VolumeZone, in that order; the first failure applies to every node.
+pub(crate) fn volume_prefilter(
+    state: &ClusterState,
+    pod: &PodInfo,
+) -> Result<VolumePre, (Plugin, String)> {
+    if !pod.volumes.any {
+        return Ok(VolumePre::default());
+    }
+    let storage = &state.storage;
+    let restrictions = volume_restrictions::prefilter(storage, pod)
+        .map_err(|m| (Plugin::VolumeRestrictions, m))?;
+    let limits = node_volume_limits::prefilter(storage, pod);
+    let binding =
+        volume_binding::prefilter(storage, pod).map_err(|m| (Plugin::VolumeBinding, m))?;
+    let zone = volume_zone::prefilter(storage, pod).map_err(|m| (Plugin::VolumeZone, m))?;
+    Ok(VolumePre {
+        restrictions,
+        limits,
+        binding,
+        zone,
+    })
+}
+
+/// The volume filters on one node, in the default profile's order.
+pub(crate) fn volume_filters(
+    state: &ClusterState,
+    pre: &VolumePre,
+    pod: &PodInfo,
+    node: u32,
+) -> Option<Rejection> {
+    let entry = &state.nodes[node as usize];
+    if let Some(r) = &pre.restrictions
+        && let Some(reason) = volume_restrictions::filter(r, pod, &entry.volumes)
+    {
+        return Some(Rejection::Fixed(reason));
+    }
+    if let Some(new) = &pre.limits
+        && node_volume_limits::exceeded(
+            new,
+            &entry.volumes,
+            state.storage.csi_limits.get(&entry.name),
+        )
+        .is_some()
+    {
+        return Some(Rejection::Fixed(Reason::MaxVolumeCount));
+    }
+    if let Some(b) = &pre.binding {
+        let reasons = volume_binding::filter(&state.storage, pod, b, &entry.name, &entry.labels);
+        if !reasons.is_empty() {
+            return Some(Rejection::Volumes(reasons));
+        }
+    }
+    if let Some(z) = &pre.zone
+        && volume_zone::filter(z, &entry.labels).is_some()
+    {
+        return Some(Rejection::Fixed(Reason::VolumeZoneConflict));
+    }
+    None
 }
 
 /// Filter and score `pod` (already compiled, not part of `state`).
@@ -79,6 +155,13 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
         Ok(r) => r,
         Err(problem) => {
             out.error = Some(format!("pod {}: {problem}", pod.key()));
+            return out;
+        }
+    };
+    let volumes = match volume_prefilter(state, pod) {
+        Ok(v) => v,
+        Err((plugin, message)) => {
+            out.all_nodes = Some(AllNodes::Plugin(plugin, message));
             return out;
         }
     };
@@ -119,6 +202,7 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
             node_unconstrained,
             &added,
         )
+        .or_else(|| volume_filters(state, &volumes, pod, node))
         .or_else(|| {
             spread
                 .as_ref()

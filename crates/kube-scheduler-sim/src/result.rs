@@ -87,6 +87,14 @@ pub enum Plugin {
     NodePorts,
     /// NodeResourcesFit (requests against allocatable, pod count).
     NodeResourcesFit,
+    /// VolumeRestrictions (inline disk conflicts, ReadWriteOncePod claims).
+    VolumeRestrictions,
+    /// NodeVolumeLimits (CSI attach limits).
+    NodeVolumeLimits,
+    /// VolumeBinding (claims, PV node affinity, delayed binding).
+    VolumeBinding,
+    /// VolumeZone (zone and region labels of bound PVs).
+    VolumeZone,
     /// PodTopologySpread (DoNotSchedule constraints).
     PodTopologySpread,
     /// InterPodAffinity.
@@ -133,6 +141,20 @@ pub enum Reason {
     AntiAffinityRules,
     /// C.14.
     ExistingAntiAffinityRules,
+    /// C.50: an inline disk conflicts with one on the node.
+    DiskConflict,
+    /// C.50: a ReadWriteOncePod claim is in use.
+    ReadWriteOncePodConflict,
+    /// C.51: a CSI driver's attach limit would be exceeded.
+    MaxVolumeCount,
+    /// C.52: a bound PV's node affinity does not match.
+    VolumeNodeAffinityConflict,
+    /// C.52: a delayed claim finds no volume and cannot be provisioned.
+    VolumeBindConflict,
+    /// C.52: a bound claim's PV does not exist.
+    VolumePvNotExist,
+    /// C.53: a bound PV's zone or region does not match.
+    VolumeZoneConflict,
 }
 
 impl Reason {
@@ -154,6 +176,15 @@ impl Reason {
             Reason::ExistingAntiAffinityRules => {
                 "node(s) didn't satisfy existing pods anti-affinity rules"
             }
+            Reason::DiskConflict => crate::plugins::volume_restrictions::DISK_CONFLICT,
+            Reason::ReadWriteOncePodConflict => {
+                crate::plugins::volume_restrictions::READ_WRITE_ONCE_POD_CONFLICT
+            }
+            Reason::MaxVolumeCount => crate::plugins::node_volume_limits::REASON,
+            Reason::VolumeNodeAffinityConflict => crate::plugins::volume_binding::NODE_CONFLICT,
+            Reason::VolumeBindConflict => crate::plugins::volume_binding::BIND_CONFLICT,
+            Reason::VolumePvNotExist => crate::plugins::volume_binding::PV_NOT_EXIST,
+            Reason::VolumeZoneConflict => crate::plugins::volume_zone::REASON,
         }
     }
 
@@ -167,6 +198,12 @@ impl Reason {
             | Reason::NodeAffinityEnforced
             | Reason::NodeAffinityTermsConflict => Plugin::NodeAffinity,
             Reason::SpreadMissingLabel | Reason::SpreadSkew => Plugin::PodTopologySpread,
+            Reason::DiskConflict | Reason::ReadWriteOncePodConflict => Plugin::VolumeRestrictions,
+            Reason::MaxVolumeCount => Plugin::NodeVolumeLimits,
+            Reason::VolumeNodeAffinityConflict
+            | Reason::VolumeBindConflict
+            | Reason::VolumePvNotExist => Plugin::VolumeBinding,
+            Reason::VolumeZoneConflict => Plugin::VolumeZone,
             _ => Plugin::InterPodAffinity,
         }
     }
@@ -177,7 +214,10 @@ impl Reason {
             Reason::AntiAffinityRules
             | Reason::ExistingAntiAffinityRules
             | Reason::SpreadSkew
-            | Reason::NodePortsConflict => Code::Unschedulable,
+            | Reason::NodePortsConflict
+            | Reason::DiskConflict
+            | Reason::ReadWriteOncePodConflict
+            | Reason::MaxVolumeCount => Code::Unschedulable,
             _ => Code::UnschedulableAndUnresolvable,
         }
     }
@@ -203,6 +243,8 @@ pub(crate) enum Rejection {
     Taint(k8s_openapi::api::core::v1::Taint),
     /// NodeResourcesFit: every insufficient resource, in upstream's order.
     Resources(Vec<crate::plugins::node_resources_fit::Insufficient>),
+    /// VolumeBinding: every reason, in upstream's order (C.52).
+    Volumes(Vec<Reason>),
 }
 
 impl Rejection {
@@ -212,6 +254,7 @@ impl Rejection {
             Rejection::Fixed(r) => r.plugin(),
             Rejection::Taint(_) => Plugin::TaintToleration,
             Rejection::Resources(_) => Plugin::NodeResourcesFit,
+            Rejection::Volumes(_) => Plugin::VolumeBinding,
         }
     }
 
@@ -221,6 +264,7 @@ impl Rejection {
             Rejection::Fixed(r) => r.code(),
             Rejection::Taint(_) => Code::UnschedulableAndUnresolvable,
             Rejection::Resources(list) => crate::plugins::node_resources_fit::code(list),
+            Rejection::Volumes(_) => Code::UnschedulableAndUnresolvable,
         }
     }
 
@@ -231,6 +275,7 @@ impl Rejection {
             Rejection::Fixed(r) => vec![r.message().to_owned()],
             Rejection::Taint(t) => vec![crate::plugins::taint_toleration::reason(t)],
             Rejection::Resources(list) => list.iter().map(|i| i.reason()).collect(),
+            Rejection::Volumes(list) => list.iter().map(|r| r.message().to_owned()).collect(),
         }
     }
 

@@ -25,6 +25,7 @@ use crate::plugins::node_unschedulable::is_cordoned;
 use crate::pod_info::{AffinityTerm, NamespaceScope, PodInfo};
 use crate::resources::{QuantityProblem, Resources, node_allocatable};
 use crate::selector::PodSelector;
+use crate::volumes::{NodeVolumes, Storage, StorageObjects};
 use crate::workloads::{WorkloadIndex, Workloads};
 
 /// Marker for "node lacks this key".
@@ -94,6 +95,8 @@ pub(crate) struct NodeEntry {
     pub(crate) used_ports: UsedPorts,
     /// (key id, domain id) of every label.
     pub(crate) pairs: Vec<(u32, u32)>,
+    /// Inline disks and attached CSI volumes of the pods here.
+    pub(crate) volumes: NodeVolumes,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -140,6 +143,8 @@ struct PlacedPod {
     node: u32,
     class: u32,
     groups: Vec<u32>,
+    /// CSI volumes (unique name, driver) counted on the node.
+    attachments: Vec<(String, String)>,
 }
 
 /// Nodes, namespaces and placed pods, with the indexes that make placement
@@ -160,6 +165,8 @@ pub struct ClusterState {
     pub(crate) groups: [Vec<TermGroup>; 4],
     group_by_key: HashMap<(TermKind, i64, String), u32>,
     merge_match_label_keys: bool,
+    /// Claims, volumes, classes and CSINodes (C.50–C.53).
+    pub(crate) storage: Storage,
     /// Per image name: the size reported by the first node listing it and
     /// the number of nodes listing it (`ImageStateSummary`, C.45).
     pub(crate) image_states: HashMap<String, (i64, u32)>,
@@ -302,6 +309,7 @@ impl ClusterState {
             pod_count: 0,
             used_ports: UsedPorts::default(),
             pairs,
+            volumes: NodeVolumes::default(),
         });
         Ok(())
     }
@@ -425,6 +433,8 @@ impl ClusterState {
         entry.non_zero_requested.1 += info.non_zero_requests.1;
         entry.pod_count += 1;
         entry.used_ports.update(&info.host_ports, true);
+        let attachments = self.attachments_of(&info);
+        self.count_volumes(&info, node, &attachments, true);
         let class = self.class_for(&info);
         self.bump_class(class, node, 1);
         let mut groups = Vec::new();
@@ -464,6 +474,7 @@ impl ClusterState {
             node,
             class,
             groups,
+            attachments,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -494,6 +505,7 @@ impl ClusterState {
         entry.non_zero_requested.1 -= placed.info.non_zero_requests.1;
         entry.pod_count -= 1;
         entry.used_ports.update(&placed.info.host_ports, false);
+        self.count_volumes(&placed.info, placed.node, &placed.attachments, false);
         for g in &placed.groups {
             let kind = match g >> 28 {
                 0 => TermKind::RequiredAffinity,
@@ -504,6 +516,72 @@ impl ClusterState {
             self.bump_group(kind, g & 0x0fff_ffff, placed.node, -1);
         }
         Some(placed.info)
+    }
+
+    /// Replace the storage objects the volume filters read (C.50–C.53).
+    /// The volumes of pods already placed are counted again against them.
+    pub fn set_storage(&mut self, objects: &StorageObjects) {
+        type Placed = (u32, Arc<PodInfo>, u32, Vec<(String, String)>);
+        let placed: Vec<Placed> = self
+            .pods
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let p = p.as_ref()?;
+                Some((i as u32, p.info.clone(), p.node, p.attachments.clone()))
+            })
+            .collect();
+        for (_, info, node, attachments) in &placed {
+            self.count_volumes(info, *node, attachments, false);
+        }
+        self.storage = Storage::new(objects);
+        for (id, info, node, _) in placed {
+            let attachments = self.attachments_of(&info);
+            self.count_volumes(&info, node, &attachments, true);
+            if let Some(Some(p)) = self.pods.get_mut(id as usize) {
+                p.attachments = attachments;
+            }
+        }
+    }
+
+    /// The unique CSI volumes a pod attaches (NodeVolumeLimits, C.51).
+    fn attachments_of(&self, info: &PodInfo) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = info
+            .volumes
+            .claims
+            .iter()
+            .filter_map(|c| self.storage.claim(&info.namespace, &c.claim))
+            .filter_map(|claim| self.storage.attachment(claim))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Count (or uncount) a pod's claims, inline disks and attachments.
+    fn count_volumes(
+        &mut self,
+        info: &PodInfo,
+        node: u32,
+        attachments: &[(String, String)],
+        add: bool,
+    ) {
+        for c in &info.volumes.claims {
+            let key = (info.namespace.clone(), c.claim.clone());
+            if add {
+                *self.storage.claim_users.entry(key).or_default() += 1;
+            } else if let Some(n) = self.storage.claim_users.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.storage.claim_users.remove(&key);
+                }
+            }
+        }
+        let entry = &mut self.nodes[node as usize].volumes;
+        entry.add_disks(&info.volumes.disks, add);
+        for (unique, driver) in attachments {
+            entry.attach(unique, driver, add);
+        }
     }
 
     /// Find a placed pod by namespace and name.
@@ -627,16 +705,25 @@ impl ClusterState {
             if n.pod_count != 0
                 || !n.used_ports.is_empty()
                 || n.requested != Resources::default()
+                || !n.volumes.is_empty()
                 || n.non_zero_requested != (0, 0)
             {
                 out.insert(
                     format!("node {}", n.name),
                     format!(
-                        "{} {:?} {:?} {:?}",
-                        n.pod_count, n.requested, n.non_zero_requested, n.used_ports
+                        "{} {:?} {:?} {:?} {}",
+                        n.pod_count,
+                        n.requested,
+                        n.non_zero_requested,
+                        n.used_ports,
+                        n.volumes.fingerprint()
                     ),
                 );
             }
+        }
+        let claim_users: BTreeMap<_, _> = self.storage.claim_users.iter().collect();
+        if !claim_users.is_empty() {
+            out.insert("claim users".to_owned(), format!("{claim_users:?}"));
         }
         let pods: BTreeMap<&(String, String), &str> = self
             .pod_by_name

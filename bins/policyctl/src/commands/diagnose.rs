@@ -11,8 +11,9 @@
 //!   origin), else read from the pod's own spec;
 //! - for every pod, kube-scheduler's filters (`kube-scheduler-sim`) in the
 //!   default profile's order: cordon, node name, taints, node affinity,
-//!   host ports, resources (requests against allocatable, pod count), topology
-//!   spread, pod (anti-)affinity.
+//!   host ports, resources (requests against allocatable, pod count),
+//!   volumes (disk conflicts, CSI attach limits, claims and PV node
+//!   affinity, PV zones), topology spread, pod (anti-)affinity.
 //!
 //! The first problem of the data-mover diagnosis comes first; kube-scheduler's
 //! explanation is used when that diagnosis finds nothing.
@@ -61,13 +62,14 @@ pub fn diagnose(
         })
         .cloned()
         .collect();
-    let state = ClusterState::from_snapshot(
+    let mut state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,
         &others,
         options.merge_match_label_keys,
     )
     .map_err(|error| CommandError::Input(format!("cannot diagnose pod {pod_ref}: {error}")))?;
+    state.set_storage(&cluster.storage);
     let mut incoming = pod.clone();
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;

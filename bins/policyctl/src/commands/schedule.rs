@@ -1,9 +1,11 @@
 //! `schedule --pod NAMESPACE/NAME [...]` and `schedule --all`: kube-scheduler's
-//! filters and scores over the Nodes, Namespaces and Pods of the input.
+//! filters and scores over the Nodes, Namespaces and Pods of the input, with
+//! the PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
+//! the volume filters read.
 //!
 //! Per node, `unschedulable` gives the first rejecting filter's reason in the
 //! default profile's order (cordon, node name, taints, node affinity, host
-//! ports, resources, topology spread, pod (anti-)affinity); when no node is
+//! ports, resources, volumes, topology spread, pod (anti-)affinity); when no node is
 //! feasible, `summary` is kube-scheduler's FitError line (`0/3 nodes are
 //! available: 1 Insufficient cpu, ...`), also printed under the table's
 //! heading.
@@ -15,8 +17,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube_scheduler_sim::{
-    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, Workloads,
-    schedule_with_workloads,
+    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, Snapshot, StorageObjects,
+    Workloads,
 };
 use serde_json::{Value, json};
 
@@ -33,6 +35,8 @@ pub struct Cluster {
     pub namespaces: Vec<Namespace>,
     /// Pods that are not terminated, by `namespace/name`.
     pub pods: Vec<Pod>,
+    /// Claims, volumes, storage classes and CSINodes (the volume filters).
+    pub storage: StorageObjects,
     /// Services, ReplicationControllers, ReplicaSets and StatefulSets: the
     /// selectors of kube-scheduler's default topology spreading.
     pub workloads: Workloads,
@@ -55,6 +59,12 @@ impl Cluster {
                 .filter(|pod| !is_terminated(pod))
                 .cloned()
                 .collect(),
+            storage: StorageObjects {
+                claims: objects(&inventory.persistent_volume_claims),
+                volumes: objects(&inventory.persistent_volumes),
+                classes: objects(&inventory.storage_classes),
+                csi_nodes: objects(&inventory.csi_nodes),
+            },
             workloads: Workloads {
                 services: objects(&inventory.services),
                 replication_controllers: objects(&inventory.replication_controllers),
@@ -98,16 +108,15 @@ pub fn evaluate(
 ) -> Result<ScheduleResult, CommandError> {
     require_pod(inventory, pod)?;
     let cluster = Cluster::from_inventory(inventory);
-    let result = schedule_with_workloads(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &cluster.pods,
-        &cluster.workloads,
-        &pod.namespace,
-        &pod.name,
-        options,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
+    let snapshot = Snapshot {
+        nodes: &cluster.nodes,
+        namespaces: &cluster.namespaces,
+        pods: &cluster.pods,
+        workloads: &cluster.workloads,
+        storage: &cluster.storage,
+    };
+    let result = scheduler::schedule_snapshot(&snapshot, &pod.namespace, &pod.name, options)
+        .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
     if let Some(error) = &result.error {
         return Err(CommandError::Input(format!(
             "pod {pod} cannot be scheduled at all: {error}"
@@ -202,14 +211,15 @@ fn short_name(plugin: Plugin) -> &'static str {
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
-    let batch = scheduler::schedule_all_with_workloads(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &cluster.pods,
-        &cluster.workloads,
-        options,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
+    let snapshot = Snapshot {
+        nodes: &cluster.nodes,
+        namespaces: &cluster.namespaces,
+        pods: &cluster.pods,
+        workloads: &cluster.workloads,
+        storage: &cluster.storage,
+    };
+    let batch = scheduler::schedule_all_snapshot(&snapshot, options)
+        .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;
     let assignments: serde_json::Map<String, Value> = batch
         .placements
         .iter()

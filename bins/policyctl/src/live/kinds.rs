@@ -43,6 +43,8 @@ pub enum Kind {
     StorageClass,
     /// `storage.k8s.io/v1` VolumeAttachment.
     VolumeAttachment,
+    /// `storage.k8s.io/v1` CSINode.
+    CSINode,
     /// `velero.io/v1` Backup, in Velero's namespace.
     Backup,
     /// `velero.io/v1` PodVolumeBackup, in Velero's namespace.
@@ -129,7 +131,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 25] = [
+    pub const ALL: [Kind; 26] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
@@ -142,6 +144,7 @@ impl Kind {
         Kind::PersistentVolume,
         Kind::StorageClass,
         Kind::VolumeAttachment,
+        Kind::CSINode,
         Kind::Backup,
         Kind::PodVolumeBackup,
         Kind::PodVolumeRestore,
@@ -210,6 +213,7 @@ impl Kind {
                     "volumeattachments",
                     Cluster,
                 ),
+                Kind::CSINode => ("storage.k8s.io", &["v1"], "CSINode", "csinodes", Cluster),
                 Kind::Backup => ("velero.io", &["v1"], "Backup", "backups", VeleroNamespace),
                 Kind::PodVolumeBackup => (
                     "velero.io",
@@ -324,6 +328,13 @@ const STORAGE: &[Kind] = &[
     Kind::StorageClass,
     Kind::VolumeAttachment,
 ];
+/// What kube-scheduler's volume filters read.
+const VOLUMES: &[Kind] = &[
+    Kind::PersistentVolumeClaim,
+    Kind::PersistentVolume,
+    Kind::StorageClass,
+    Kind::CSINode,
+];
 const DATA_PATH: &[Kind] = &[
     Kind::DataUpload,
     Kind::DataDownload,
@@ -367,7 +378,7 @@ pub fn needs(command: &Command) -> Needs {
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
-        Command::Schedule(_) => &[SCHEDULING, WORKLOADS],
+        Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",
@@ -377,7 +388,7 @@ pub fn needs(command: &Command) -> Needs {
             Some(HostLabelsAction::Sanitize { .. }) => return Needs::Nothing,
             None => &[SCHEDULING, &[Kind::Machine]],
         },
-        Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, DATA_PATH],
+        Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, VOLUMES, DATA_PATH],
         Command::Modules(_) => &[CLUSTER_API],
         Command::Report(_) => &[&Kind::ALL],
         Command::Rbac(_) => return Needs::Nothing,

@@ -354,6 +354,9 @@ fn add_object(
         ("storage.k8s.io/v1", "StorageClass") => {
             insert(&mut inventory.storage_classes, origin, kind, false, value)
         }
+        ("storage.k8s.io/v1", "CSINode") => {
+            insert(&mut inventory.csi_nodes, origin, kind, false, value)
+        }
         ("storage.k8s.io/v1", "VolumeAttachment") => insert(
             &mut inventory.volume_attachments,
             origin,
@@ -601,6 +604,7 @@ read_whole!(
     k8s_openapi::api::core::v1::PersistentVolume,
     k8s_openapi::api::storage::v1::StorageClass,
     k8s_openapi::api::storage::v1::VolumeAttachment,
+    k8s_openapi::api::storage::v1::CSINode,
     velero_api::Backup,
     velero_api::PodVolumeBackup,
     velero_api::PodVolumeRestore,

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
-use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
 use kube_adapters::capi::Machine;
 use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
@@ -92,6 +92,8 @@ pub struct Inventory {
     pub storage_classes: Objects<StorageClass>,
     /// `storage.k8s.io/v1` VolumeAttachments.
     pub volume_attachments: Objects<VolumeAttachment>,
+    /// `storage.k8s.io/v1` CSINodes (per-node CSI attach limits).
+    pub csi_nodes: Objects<CSINode>,
     /// `velero.io/v1` Backups.
     pub backups: Objects<Backup>,
     /// `velero.io/v1` PodVolumeBackups.
@@ -118,8 +120,8 @@ pub struct Inventory {
 
 impl Inventory {
     /// Number of recognised objects per kind, in a fixed order, including
-    /// kinds with none; the Cluster API kinds other than Machine follow when
-    /// the input has any of them.
+    /// kinds with none; CSINodes, and the Cluster API kinds other than
+    /// Machine, follow when the input has any of them.
     pub fn counts(&self) -> Vec<(&'static str, usize)> {
         let mut counts = vec![
             ("ConfigMap", self.config_maps.len()),
@@ -138,6 +140,9 @@ impl Inventory {
             ("Machine", self.machines.len()),
             ("HostInventory", self.host_inventories.len()),
         ];
+        if !self.csi_nodes.is_empty() {
+            counts.push(("CSINode", self.csi_nodes.len()));
+        }
         if !self.cluster_api.is_empty() {
             counts.extend(self.cluster_api.counts());
         }

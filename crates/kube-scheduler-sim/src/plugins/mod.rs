@@ -3,6 +3,7 @@
 //! The evaluator runs the filters in the default profile's order:
 //! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (in
 //! [`crate::node_selector`]), NodePorts, NodeResourcesFit,
+//! VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //! PodTopologySpread, InterPodAffinity; then the scores of
 //! [`crate::SCORE_WEIGHTS`].
 //!
@@ -18,5 +19,9 @@ pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub(crate) mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;

@@ -22,11 +22,13 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kube_scheduler_sim::{
     Code, Failure, Options, Plugin, PluginScores, PodSelector, Reason, ScheduleResult, Scores,
-    Workloads, apply_match_label_keys,
+    StorageObjects, Workloads, apply_match_label_keys,
 };
 use kube_validation::{ParseError, node_selector_field_requirement, node_selector_requirement};
 
 type Labels = BTreeMap<String, String>;
+
+mod volumes;
 
 fn labels_of(p: &Pod) -> Labels {
     p.metadata.labels.clone().unwrap_or_default()
@@ -294,11 +296,12 @@ pub fn evaluate(
     incoming: &Pod,
     opts: &Options,
 ) -> ScheduleResult {
-    evaluate_with_workloads(
+    evaluate_all(
         nodes,
         namespaces,
         pods,
         &Workloads::default(),
+        &StorageObjects::default(),
         incoming,
         opts,
     )
@@ -311,6 +314,33 @@ pub fn evaluate_with_workloads(
     namespaces: &[Namespace],
     pods: &[Pod],
     workloads: &Workloads,
+    incoming: &Pod,
+    opts: &Options,
+) -> ScheduleResult {
+    let storage = StorageObjects::default();
+    evaluate_all(nodes, namespaces, pods, workloads, &storage, incoming, opts)
+}
+
+/// [`evaluate`] with claims, volumes, classes and CSINodes (C.50–C.53).
+pub fn evaluate_with_storage(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    storage: &StorageObjects,
+    incoming: &Pod,
+    opts: &Options,
+) -> ScheduleResult {
+    let workloads = Workloads::default();
+    evaluate_all(nodes, namespaces, pods, &workloads, storage, incoming, opts)
+}
+
+/// [`evaluate`] with workloads and storage objects.
+pub fn evaluate_all(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    workloads: &Workloads,
+    storage: &StorageObjects,
     incoming: &Pod,
     opts: &Options,
 ) -> ScheduleResult {
@@ -375,6 +405,29 @@ pub fn evaluate_with_workloads(
         ));
         return res;
     }
+    if let Some((plugin, msg)) = volumes::prefilter(storage, &incoming) {
+        for n in &nodes {
+            res.unschedulable.insert(
+                node_name(n).to_owned(),
+                failure(
+                    plugin,
+                    Code::UnschedulableAndUnresolvable,
+                    vec![msg.clone()],
+                ),
+            );
+        }
+        res.summary = Some(prefilter_summary(nodes.len(), &msg));
+        return res;
+    }
+    let scheduled: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| nodes.iter().any(|x| node_name(x) == n))
+        })
+        .collect();
     let spread = match &compiled.spread {
         Ok(c) => c.clone(),
         Err(e) => {
@@ -479,7 +532,9 @@ pub fn evaluate_with_workloads(
             a.required_during_scheduling_ignored_during_execution
                 .as_ref()
         });
-        if let Some(f) = node_level_failure(&incoming, n, &on_node, added_required) {
+        if let Some(f) = node_level_failure(&incoming, n, &on_node, added_required)
+            .or_else(|| volumes::node_failure(storage, &incoming, n, &on_node, &scheduled))
+        {
             res.unschedulable.insert(name, f);
             continue;
         }

@@ -59,6 +59,22 @@ pub fn eval(
     fast
 }
 
+/// [`eval`] with storage objects (the volume filters).
+pub fn eval_storage(
+    nodes: &[Node],
+    pods: &[Pod],
+    storage: &kube_scheduler_sim::StorageObjects,
+    incoming: &Pod,
+) -> ScheduleResult {
+    let opts = Options::default();
+    let mut state = ClusterState::new(nodes, &[], pods, opts.merge_match_label_keys);
+    state.set_storage(storage);
+    let fast = state.evaluate(incoming, &opts).unwrap();
+    let slow = reference::evaluate_with_storage(nodes, &[], pods, storage, incoming, &opts);
+    assert_eq!(fast, slow, "indexed and reference evaluators disagree");
+    fast
+}
+
 /// Each node's verdict: "ok" or the failure message.
 pub fn verdicts(r: &ScheduleResult) -> BTreeMap<String, String> {
     let mut out: BTreeMap<String, String> = r
