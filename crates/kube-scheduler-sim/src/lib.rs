@@ -11,7 +11,10 @@
 //! - filters, in the default profile's order (C.31) — NodeUnschedulable
 //!   (C.25), NodeName (C.26), TaintToleration (C.27), NodeAffinity
 //!   (nodeSelector and required node affinity, C.1–C.4, C.6), NodePorts
-//!   (C.28), NodeResourcesFit (C.29, C.30), PodTopologySpread
+//!   (C.28), NodeResourcesFit (C.29, C.30), the volume filters
+//!   VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone
+//!   (C.50–C.54, over the claims, volumes, storage classes and CSINodes
+//!   given with [`ClusterState::set_storage`]), PodTopologySpread
 //!   `DoNotSchedule` (C.23) and InterPodAffinity (C.7–C.17); the first
 //!   failure per node is reported, and kube-scheduler's FitError summary
 //!   when no node fits;
@@ -24,7 +27,9 @@
 //!   [`ClusterState::evaluate`], [`ClusterState::place`] and
 //!   [`ClusterState::place_batch`].
 //! - [`schedule`] / [`schedule_all`]: one-call entry points over plain
-//!   Kubernetes objects (for `policyctl schedule`).
+//!   Kubernetes objects; [`schedule_snapshot`] / [`schedule_all_snapshot`]
+//!   take a whole [`Snapshot`] with workloads and storage objects (for
+//!   `policyctl schedule`).
 //! - [`diagnose`]: why a pod does not fit one node, in plain words.
 //! - [`capacity`] / [`ClusterState::capacity`]: how many copies of a pod
 //!   fit, placed one by one with the whole profile (C.40).
