@@ -343,6 +343,10 @@ pub struct ScheduleArgs {
     /// kube-scheduler's `ignorePreferredTermsOfExistingPods`.
     #[arg(long, env = "POLICYCTL_IGNORE_PREFERRED_TERMS_OF_EXISTING_PODS")]
     pub ignore_preferred_terms_of_existing_pods: bool,
+    /// A NodeAffinity (YAML or JSON) that kube-scheduler's NodeAffinityArgs
+    /// `addedAffinity` applies to every pod.
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_ADDED_AFFINITY")]
+    pub added_affinity: Option<std::path::PathBuf>,
 }
 
 /// Options of `capacity`.
@@ -533,6 +537,10 @@ pub struct DiagnoseArgs {
     /// The Pending pod.
     #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_POD")]
     pub pod: ObjectRef,
+    /// A NodeAffinity (YAML or JSON) that kube-scheduler's NodeAffinityArgs
+    /// `addedAffinity` applies to every pod.
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_ADDED_AFFINITY")]
+    pub added_affinity: Option<std::path::PathBuf>,
 }
 
 /// `NAMESPACE/NAME` of a namespaced object given on the command line.

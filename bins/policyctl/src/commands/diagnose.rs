@@ -62,6 +62,7 @@ pub fn diagnose(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod_ref: &ObjectRef,
+    options: &Options,
 ) -> Result<BTreeMap<String, NodeFinding>, CommandError> {
     let pod = require_pod(inventory, pod_ref)?;
     let cluster = Cluster::from_inventory(inventory);
@@ -74,7 +75,6 @@ pub fn diagnose(
         })
         .cloned()
         .collect();
-    let options = Options::default();
     let mut state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,
@@ -103,7 +103,7 @@ pub fn diagnose(
         // kube-scheduler's verdict only for what that diagnosis does not
         // cover (node name, host ports, resources, pod (anti-)affinity,
         // topology spread).
-        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, &options)
+        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, options)
             && !verdict.fits
             && !(data_mover.is_some()
                 && matches!(
@@ -360,8 +360,9 @@ pub fn run(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod_ref: &ObjectRef,
+    options: &Options,
 ) -> Result<Output, CommandError> {
-    let findings = diagnose(config, inventory, pod_ref)?;
+    let findings = diagnose(config, inventory, pod_ref, options)?;
     let pod = require_pod(inventory, pod_ref)?;
     let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
     let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
