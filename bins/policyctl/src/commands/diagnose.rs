@@ -118,7 +118,7 @@ pub fn diagnose(
         let preemption_victims = if problems.is_empty() {
             Vec::new()
         } else {
-            preemption_victims(&mut state, &incoming, &node.name, &others, &options)
+            preemption_victims(&mut state, &incoming, &node.name, &others, options)
         };
         result.insert(
             node.name.clone(),
