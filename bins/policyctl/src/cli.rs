@@ -169,6 +169,10 @@ pub enum Command {
     Soothe(SootheArgs),
     /// kube-scheduler's verdict for a pod, or placement of every unbound pod.
     Schedule(ScheduleArgs),
+    /// How many more pods like one pod (or a workload's pod template) fit:
+    /// copies placed one by one with kube-scheduler's default profile until
+    /// one fits nowhere.
+    Capacity(CapacityArgs),
     /// VM placement over physical hosts from a HostInventory.
     Hosts {
         /// What to plan.
@@ -339,6 +343,99 @@ pub struct ScheduleArgs {
     /// kube-scheduler's `ignorePreferredTermsOfExistingPods`.
     #[arg(long, env = "POLICYCTL_IGNORE_PREFERRED_TERMS_OF_EXISTING_PODS")]
     pub ignore_preferred_terms_of_existing_pods: bool,
+    /// A NodeAffinity (YAML or JSON) that kube-scheduler's NodeAffinityArgs
+    /// `addedAffinity` applies to every pod.
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_ADDED_AFFINITY")]
+    pub added_affinity: Option<std::path::PathBuf>,
+}
+
+/// Options of `capacity`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["pod", "workload"])))]
+pub struct CapacityArgs {
+    /// The pod to copy (pending or bound; a bound pod stays where it is and
+    /// the copies are new pods besides it).
+    #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_POD")]
+    pub pod: Option<ObjectRef>,
+    /// Copy the pod template of this Deployment or StatefulSet instead
+    /// (`deployment/shop/web`, `statefulset/db/pg`; `deploy` and `sts`
+    /// work too).
+    #[arg(long, value_name = "KIND/NAMESPACE/NAME", env = "POLICYCTL_WORKLOAD")]
+    pub workload: Option<WorkloadRef>,
+    /// Most copies to place (1–1,000,000): the run stops there even if
+    /// more would fit, and says so.
+    #[arg(
+        long,
+        default_value_t = kube_scheduler_sim::DEFAULT_MAX_COPIES,
+        value_parser = max_copies,
+        env = "POLICYCTL_MAX"
+    )]
+    pub max: usize,
+}
+
+/// The largest `capacity --max`.
+pub const MAX_COPIES_LIMIT: usize = 1_000_000;
+
+fn max_copies(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_COPIES_LIMIT).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of copies from 1 to {MAX_COPIES_LIMIT}, got {text:?}"
+        )),
+    }
+}
+
+/// The kinds `capacity --workload` reads a pod template from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    /// `apps/v1` Deployment.
+    Deployment,
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
+}
+
+impl std::fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Deployment => "Deployment",
+            Self::StatefulSet => "StatefulSet",
+        })
+    }
+}
+
+/// `KIND/NAMESPACE/NAME` of a workload given on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadRef {
+    /// Its kind.
+    pub kind: WorkloadKind,
+    /// Namespace and name.
+    pub object: ObjectRef,
+}
+
+impl std::fmt::Display for WorkloadRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.kind, self.object)
+    }
+}
+
+impl std::str::FromStr for WorkloadRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let usage = || {
+            format!(
+                "expected KIND/NAMESPACE/NAME with KIND deployment or statefulset (for example deployment/shop/web), got {text:?}"
+            )
+        };
+        let (kind, rest) = text.split_once('/').ok_or_else(usage)?;
+        let kind = match kind.to_ascii_lowercase().as_str() {
+            "deployment" | "deployments" | "deploy" => WorkloadKind::Deployment,
+            "statefulset" | "statefulsets" | "sts" => WorkloadKind::StatefulSet,
+            _ => return Err(usage()),
+        };
+        let object = rest.parse::<ObjectRef>().map_err(|_| usage())?;
+        Ok(Self { kind, object })
+    }
 }
 
 /// `hosts` subcommands.
@@ -440,6 +537,10 @@ pub struct DiagnoseArgs {
     /// The Pending pod.
     #[arg(long, value_name = "NAMESPACE/NAME", env = "POLICYCTL_POD")]
     pub pod: ObjectRef,
+    /// A NodeAffinity (YAML or JSON) that kube-scheduler's NodeAffinityArgs
+    /// `addedAffinity` applies to every pod.
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_ADDED_AFFINITY")]
+    pub added_affinity: Option<std::path::PathBuf>,
 }
 
 /// `NAMESPACE/NAME` of a namespaced object given on the command line.

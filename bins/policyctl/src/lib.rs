@@ -26,9 +26,9 @@ pub mod output;
 use std::io::{Read, Write};
 
 pub use cli::{
-    AffinityArgs, Cli, Command, ConfigAction, ConfigMapRef, DiagnoseArgs, GlobalArgs,
+    AffinityArgs, CapacityArgs, Cli, Command, ConfigAction, ConfigMapRef, DiagnoseArgs, GlobalArgs,
     HostLabelsAction, HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs,
-    ScheduleArgs, SootheArgs, SootheMode,
+    ScheduleArgs, SootheArgs, SootheMode, WorkloadKind, WorkloadRef,
 };
 pub use commands::CommandError;
 

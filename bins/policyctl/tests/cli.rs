@@ -4,7 +4,7 @@
 mod common;
 
 use clap::CommandFactory;
-use common::{example, ok, run, run_with_stdin};
+use common::{ok, run, run_with_stdin};
 use policyctl::{Cli, Exit};
 
 #[test]
@@ -137,10 +137,8 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn ignored_kinds_are_noted_on_stderr() {
-    let run = ok(&["-f", &example("workloads.yaml"), "report"]);
-    let note = format!(
-        "note: ignored 1 object of kind apps/v1 Deployment (first in {}, document 1): policyctl does not use this kind\n",
-        example("workloads.yaml")
-    );
-    assert!(run.stderr.contains(&note), "{}", run.stderr);
+    let input = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: ops}\n";
+    let run = run_with_stdin(&["-f", "-", "report"], input);
+    let note = "note: ignored 1 object of kind apps/v1 DaemonSet (first in -, document 1): policyctl does not use this kind\n";
+    assert!(run.stderr.contains(note), "{}", run.stderr);
 }

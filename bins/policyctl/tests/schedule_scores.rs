@@ -67,3 +67,45 @@ fn a_replica_set_pod_is_spread_by_the_system_defaults() {
     assert_eq!(json["selected"], "b");
     insta::assert_snapshot!(run.stdout);
 }
+
+#[test]
+fn added_affinity_filters_and_scores_every_pod() {
+    let file = std::env::temp_dir().join(format!("added-affinity-{}.yaml", std::process::id()));
+    std::fs::write(
+        &file,
+        "requiredDuringSchedulingIgnoredDuringExecution:\n  nodeSelectorTerms:\n  - matchExpressions:\n    - {key: topology.kubernetes.io/zone, operator: In, values: [z1]}\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let args = [
+        "schedule",
+        "--pod",
+        "shop/web-1-b",
+        "--added-affinity",
+        path,
+        "-f",
+        "-",
+        "-o",
+        "json",
+    ];
+    let run = run_with_stdin(&args, CLUSTER);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(json["selected"], "a");
+    assert_eq!(
+        json["unschedulable"]["b"],
+        "node(s) didn't match scheduler-enforced node affinity"
+    );
+    std::fs::write(
+        &file,
+        "requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: []}\n",
+    )
+    .unwrap();
+    let run = run_with_stdin(&args, CLUSTER);
+    assert!(
+        run.stderr
+            .contains("must have at least one node selector term"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_file(&file).unwrap();
+}

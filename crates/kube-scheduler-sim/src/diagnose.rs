@@ -117,6 +117,9 @@ pub fn diagnose(
     let empty = Default::default();
     let pod_name = |p: &crate::pod_info::PodInfo| p.key();
     d.explanation = match reason.plugin() {
+        Plugin::NodeAffinity if reason == crate::result::Reason::NodeAffinityEnforced => {
+            "the node does not match the scheduler's addedAffinity (NodeAffinityArgs), which applies to every pod".to_owned()
+        }
         Plugin::NodeUnschedulable => format!(
             "the node is cordoned (spec.unschedulable: true) and the pod does not tolerate the {UNSCHEDULABLE_TAINT_KEY}:NoSchedule taint"
         ),

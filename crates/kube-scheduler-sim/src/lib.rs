@@ -11,12 +11,19 @@
 //! - filters, in the default profile's order (C.31) — NodeUnschedulable
 //!   (C.25), NodeName (C.26), TaintToleration (C.27), NodeAffinity
 //!   (nodeSelector and required node affinity, C.1–C.4, C.6), NodePorts
-//!   (C.28), NodeResourcesFit (C.29, C.30), PodTopologySpread
+//!   (C.28), NodeResourcesFit (C.29, C.30), the volume filters
+//!   VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone
+//!   (C.50–C.54, over the claims, volumes, storage classes and CSINodes
+//!   given with [`ClusterState::set_storage`]), PodTopologySpread
 //!   `DoNotSchedule` (C.23) and InterPodAffinity (C.7–C.17); the first
 //!   failure per node is reported, and kube-scheduler's FitError summary
 //!   when no node fits;
-//! - scores — NodeAffinity (C.5) and InterPodAffinity (C.18–C.20), raw and
-//!   normalised.
+//! - scores of the default profile, raw and normalised, with its weights
+//!   ([`SCORE_WEIGHTS`], C.21) — TaintToleration (C.41), NodeAffinity (C.5,
+//!   with NodeAffinityArgs `addedAffinity`, C.47), NodeResourcesFit
+//!   `LeastAllocated` (C.42), PodTopologySpread (C.44, system defaults
+//!   from [`Workloads`], C.46), InterPodAffinity (C.18–C.20),
+//!   NodeResourcesBalancedAllocation (C.43) and ImageLocality (C.45).
 //!
 //! Entry points:
 //! - [`ClusterState`]: nodes, namespaces and placed pods with indexes,
@@ -24,7 +31,9 @@
 //!   [`ClusterState::evaluate`], [`ClusterState::place`] and
 //!   [`ClusterState::place_batch`].
 //! - [`schedule`] / [`schedule_all`]: one-call entry points over plain
-//!   Kubernetes objects (for `policyctl schedule`).
+//!   Kubernetes objects; [`schedule_snapshot`] / [`schedule_all_snapshot`]
+//!   take a whole [`Snapshot`] with workloads and storage objects (for
+//!   `policyctl schedule`).
 //! - [`diagnose`]: why a pod does not fit one node, in plain words.
 //! - [`capacity`] / [`ClusterState::capacity`]: how many copies of a pod
 //!   fit, placed one by one with the whole profile (C.40).
@@ -35,8 +44,8 @@
 //! node's allocatable).
 //!
 //! Node selection is deterministic (spec 0.3, C.22): the feasible node with
-//! the highest `2 × NodeAffinity + 2 × InterPodAffinity` normalised score
-//! (default profile weights, C.21), ties broken by the smallest node name.
+//! the highest weighted total of the normalised scores
+//! ([`ScheduleResult::totals`], C.21), ties to the first node in name order.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 

@@ -8,6 +8,7 @@ use crate::plugins::helper::default_normalize;
 use crate::plugins::inter_pod_affinity::{
     interpod_filter, interpod_prefilter, interpod_raw, interpod_score_map,
 };
+use crate::plugins::node_affinity::AddedAffinity;
 use crate::plugins::node_volume_limits::NewVolumes;
 use crate::plugins::pod_topology_spread::{
     spread_filter, spread_prefilter, spread_score, system_default_constraints,
@@ -183,19 +184,32 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
     let pod = &resolved;
     let pre = interpod_prefilter(state, pod);
     let node_unconstrained = pod.required_node.is_unconstrained();
+    // NodeAffinityArgs.addedAffinity (C.47); `Options::validate` has parsed it.
+    let added = opts
+        .added_affinity
+        .as_ref()
+        .and_then(|a| AddedAffinity::compile(a).ok())
+        .unwrap_or_default();
     let tolerates_cordon = node_unschedulable::tolerates_cordon(&pod.tolerations);
     for (i, reason) in out.reasons.iter_mut().enumerate() {
         let node = i as u32;
         let entry = &state.nodes[i];
-        *reason = node_filters(entry, pod, requests, tolerates_cordon, node_unconstrained)
-            .or_else(|| volume_filters(state, &volumes, pod, node))
-            .or_else(|| {
-                spread
-                    .as_ref()
-                    .and_then(|s| spread_filter(state, s, node))
-                    .or_else(|| interpod_filter(state, &pre, node))
-                    .map(Rejection::Fixed)
-            });
+        *reason = node_filters(
+            entry,
+            pod,
+            requests,
+            tolerates_cordon,
+            node_unconstrained,
+            &added,
+        )
+        .or_else(|| volume_filters(state, &volumes, pod, node))
+        .or_else(|| {
+            spread
+                .as_ref()
+                .and_then(|s| spread_filter(state, s, node))
+                .or_else(|| interpod_filter(state, &pre, node))
+                .map(Rejection::Fixed)
+        });
     }
     let feasible = out.reasons.iter().filter(|r| r.is_none()).count();
     out.scored = if opts.score_all_nodes {
@@ -217,8 +231,10 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
             out.score_error = Some(format!("running PreScore plugin \"NodeAffinity\": {e}"));
             return out;
         }
-        Some(Ok(terms)) => Some(terms),
-        // No preferred list: PreScore skips the plugin (C.5).
+        Some(Ok(terms)) => Some(terms.as_slice()),
+        // No preferred list and no added preferred terms: PreScore skips
+        // the plugin (C.5, C.47).
+        None if added.preferred.is_some() => Some(&[][..]),
         None => None,
     };
     // PodTopologySpread PreScore: the pod's ScheduleAnyway constraints, or
@@ -257,11 +273,12 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
             // A list, even of weight-0 terms only: every node is scored.
             Plugin::NodeAffinity => node_affinity_terms.map(|terms| {
                 let raw = per_node(&|e| {
-                    terms
-                        .iter()
-                        .filter(|(_, t)| t.matches(&e.name, &e.labels))
-                        .map(|(w, _)| *w)
-                        .sum()
+                    added.score(&e.name, &e.labels)
+                        + terms
+                            .iter()
+                            .filter(|(_, t)| t.matches(&e.name, &e.labels))
+                            .map(|(w, _)| *w)
+                            .sum::<i64>()
                 });
                 let normalized = default_normalize(&raw, false);
                 (raw, normalized)
@@ -336,6 +353,7 @@ fn node_filters(
     requests: &crate::resources::Resources,
     tolerates_cordon: bool,
     node_unconstrained: bool,
+    added: &AddedAffinity,
 ) -> Option<Rejection> {
     if entry.unschedulable && !tolerates_cordon {
         return Some(Rejection::Fixed(Reason::NodeUnschedulable));
@@ -345,6 +363,9 @@ fn node_filters(
     }
     if let Some(taint) = taint_toleration::filter(&entry.taints, &pod.tolerations) {
         return Some(Rejection::Taint(taint.clone()));
+    }
+    if !added.fits(&entry.name, &entry.labels) {
+        return Some(Rejection::Fixed(Reason::NodeAffinityEnforced));
     }
     if !node_unconstrained && !pod.required_node.matches(&entry.name, &entry.labels) {
         return Some(Rejection::Fixed(Reason::NodeAffinityMismatch));

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// kube-scheduler plugin options that change results (InterPodAffinityArgs)
 /// plus the library's own choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Options {
     /// `hardPodAffinityWeight` (0–100, default 1): score added for each
@@ -22,6 +22,12 @@ pub struct Options {
     /// [`crate::schedule_all`]; a
     /// [`crate::ClusterState`] uses the flag it was built with.
     pub merge_match_label_keys: bool,
+    /// NodeAffinityArgs `addedAffinity` (C.47): a node affinity every pod
+    /// must also satisfy (required terms filter with `node(s) didn't match
+    /// scheduler-enforced node affinity`) and whose preferred terms add to
+    /// every pod's NodeAffinity score. `None` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_affinity: Option<k8s_openapi::api::core::v1::NodeAffinity>,
 }
 
 impl Default for Options {
@@ -31,6 +37,7 @@ impl Default for Options {
             ignore_preferred_terms_of_existing_pods: false,
             score_all_nodes: false,
             merge_match_label_keys: true,
+            added_affinity: None,
         }
     }
 }
@@ -42,6 +49,9 @@ pub enum OptionsError {
     /// `hardPodAffinityWeight` outside 0–100.
     #[error("hardPodAffinityWeight must be in the range 0-100, got {0}")]
     HardPodAffinityWeightOutOfRange(i64),
+    /// `addedAffinity` does not parse (C.47).
+    #[error("addedAffinity: {0}")]
+    AddedAffinity(String),
 }
 
 impl Options {
@@ -51,6 +61,10 @@ impl Options {
             return Err(OptionsError::HardPodAffinityWeightOutOfRange(
                 self.hard_pod_affinity_weight,
             ));
+        }
+        if let Some(added) = &self.added_affinity {
+            crate::plugins::node_affinity::AddedAffinity::compile(added)
+                .map_err(OptionsError::AddedAffinity)?;
         }
         Ok(())
     }
@@ -113,6 +127,8 @@ pub enum Reason {
     NodePortsConflict,
     /// C.6.
     NodeAffinityMismatch,
+    /// C.47: the node does not match NodeAffinityArgs `addedAffinity`.
+    NodeAffinityEnforced,
     /// C.4: every term pins `metadata.name In` and the union is empty.
     NodeAffinityTermsConflict,
     /// C.23: node lacks a constraint's topologyKey.
@@ -149,6 +165,7 @@ impl Reason {
             Reason::NodeNameMismatch => crate::plugins::node_name::REASON,
             Reason::NodePortsConflict => crate::plugins::node_ports::REASON,
             Reason::NodeAffinityMismatch => "node(s) didn't match Pod's node affinity/selector",
+            Reason::NodeAffinityEnforced => crate::plugins::node_affinity::ENFORCED_REASON,
             Reason::NodeAffinityTermsConflict => "pod affinity terms conflict",
             Reason::SpreadMissingLabel => {
                 "node(s) didn't match pod topology spread constraints (missing required label)"
@@ -177,9 +194,9 @@ impl Reason {
             Reason::NodeUnschedulable => Plugin::NodeUnschedulable,
             Reason::NodeNameMismatch => Plugin::NodeName,
             Reason::NodePortsConflict => Plugin::NodePorts,
-            Reason::NodeAffinityMismatch | Reason::NodeAffinityTermsConflict => {
-                Plugin::NodeAffinity
-            }
+            Reason::NodeAffinityMismatch
+            | Reason::NodeAffinityEnforced
+            | Reason::NodeAffinityTermsConflict => Plugin::NodeAffinity,
             Reason::SpreadMissingLabel | Reason::SpreadSkew => Plugin::PodTopologySpread,
             Reason::DiskConflict | Reason::ReadWriteOncePodConflict => Plugin::VolumeRestrictions,
             Reason::MaxVolumeCount => Plugin::NodeVolumeLimits,

@@ -475,3 +475,145 @@ fn unparsable_preferred_term_fails_prescore() {
     assert_eq!(r.selected, None);
     insta::assert_snapshot!(r.error.unwrap(), @r#"running PreScore plugin "NodeAffinity": [0].matchExpressions[0].values: Invalid value: []string{"1", "2"}: for 'Gt', 'Lt' operators, exactly one value is required"#);
 }
+
+/// NodeAffinityArgs `addedAffinity` (node_affinity_test.go TestNodeAffinity
+/// "Pod with no affinity, but added affinity", TestNodeAffinityPriority
+/// "Added affinity" rows): required terms filter every pod with kube-
+/// scheduler's enforced-affinity reason before the pod's own terms; preferred
+/// terms add to every pod's score.
+mod added_affinity {
+    use super::*;
+    use k8s_openapi::api::core::v1::NodeAffinity;
+    use kube_scheduler_sim::ClusterState;
+
+    fn added(value: serde_json::Value) -> Options {
+        let added: NodeAffinity = serde_json::from_value(value).unwrap();
+        Options {
+            added_affinity: Some(added),
+            ..Options::default()
+        }
+    }
+
+    fn zone_in(values: &[&str]) -> serde_json::Value {
+        json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": values}]})
+    }
+
+    #[test]
+    fn required_added_affinity_filters_before_the_pods_own_terms() {
+        let nodes = vec![
+            node("n1", &[("zone", "foo"), ("foo", "bar")]),
+            node("n2", &[("zone", "bar"), ("foo", "bar")]),
+            node("n3", &[("zone", "foo")]),
+        ];
+        let opts = added(json!({"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [zone_in(&["foo"])]}}));
+        // Pod with no affinity, but added affinity.
+        let bare = pod("default", "p", &[], None, Value::Null);
+        let r = eval(&nodes, &[], &[], &bare, &opts);
+        assert_eq!(r.feasible, ["n1", "n3"]);
+        let enforced = "node(s) didn't match scheduler-enforced node affinity";
+        assert_eq!(r.unschedulable["n2"].message, enforced);
+        assert_eq!(
+            r.unschedulable["n2"].plugin,
+            kube_scheduler_sim::Plugin::NodeAffinity
+        );
+        // Pod with affinity and added affinity: both must hold, the added
+        // one is reported first.
+        let own = pod(
+            "default",
+            "p",
+            &[],
+            None,
+            json!({"nodeSelector": {"foo": "bar"}}),
+        );
+        let r = eval(&nodes, &[], &[], &own, &opts);
+        assert_eq!(r.feasible, ["n1"]);
+        assert_eq!(r.unschedulable["n2"].message, enforced);
+        assert_eq!(r.unschedulable["n3"].message, NODE_AFFINITY);
+    }
+
+    #[test]
+    fn preferred_added_affinity_scores_every_pod() {
+        // TestNodeAffinityPriority "Added affinity": weight 3 zone=foo.
+        let nodes = vec![
+            node("n1", &[("zone", "foo")]),
+            node("n2", &[("zone", "bar")]),
+            node("n3", &[("zone", "foo"), ("disk", "ssd")]),
+        ];
+        let opts = added(json!({"preferredDuringSchedulingIgnoredDuringExecution":
+            [{"weight": 3, "preference": zone_in(&["foo"])}]}));
+        let bare = pod("default", "p", &[], None, Value::Null);
+        let r = eval(&nodes, &[], &[], &bare, &opts);
+        let na = &r.scores.node_affinity;
+        assert!(!na.skipped);
+        assert_eq!(
+            na.raw,
+            [
+                ("n1".to_owned(), 3),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 3)
+            ]
+            .into()
+        );
+        assert_eq!(
+            na.normalized,
+            [
+                ("n1".to_owned(), 100),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 100)
+            ]
+            .into()
+        );
+        // "Added affinity and pod has default affinity": weight 2 disk=ssd
+        // from the pod adds to the added weight 3.
+        let own = pod(
+            "default",
+            "p",
+            &[],
+            None,
+            json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 2, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
+            ]}}}),
+        );
+        let r = eval(&nodes, &[], &[], &own, &opts);
+        let na = &r.scores.node_affinity;
+        assert_eq!(
+            na.raw,
+            [
+                ("n1".to_owned(), 3),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 5)
+            ]
+            .into()
+        );
+        assert_eq!(
+            na.normalized,
+            [
+                ("n1".to_owned(), 60),
+                ("n2".to_owned(), 0),
+                ("n3".to_owned(), 100)
+            ]
+            .into()
+        );
+        assert_eq!(r.selected.as_deref(), Some("n3"));
+    }
+
+    #[test]
+    fn an_unparsable_added_affinity_is_refused() {
+        let opts = added(json!({"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]}]}}));
+        let state = ClusterState::new(&[node("n1", &[])], &[], &[], true);
+        let err = state
+            .evaluate(&pod("default", "p", &[], None, Value::Null), &opts)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("addedAffinity: requiredDuringSchedulingIgnoredDuringExecution: "),
+            "{err}"
+        );
+        let empty = added(
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}),
+        );
+        assert!(empty.validate().is_err());
+    }
+}

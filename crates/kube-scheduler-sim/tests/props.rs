@@ -403,6 +403,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                 ignore_preferred_terms_of_existing_pods: opts.1,
                 score_all_nodes: opts.2,
                 merge_match_label_keys: true,
+                added_affinity: None,
             };
             Cluster {
                 nodes,

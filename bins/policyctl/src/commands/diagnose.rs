@@ -17,12 +17,22 @@
 //!
 //! The first problem of the data-mover diagnosis comes first; kube-scheduler's
 //! explanation is used when that diagnosis finds nothing.
+//!
+//! Preemption hint (C.60; preemption itself is not simulated): on a node
+//! that rejects the pod only for host ports or resources (NodePorts or
+//! NodeResourcesFit, not a request larger than the whole node), the pods
+//! bound there with a lower `spec.priority` (absent = 0) are taken away; if
+//! the pod then passes every filter, they are put back one by one, highest
+//! priority first (then by `namespace/name`), each one kept when the pod
+//! still fits. The pods left out are the victims kube-scheduler's default
+//! preemption would pick on that node. A pod with `preemptionPolicy: Never`
+//! gets no hint.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{NodeAgentConfig, NodeOs, PodFragment, diagnose as diagnose_fragment};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use kube_scheduler_sim::{ClusterState, Options, Plugin, diagnose as diagnose_scheduling};
+use kube_scheduler_sim::{ClusterState, Code, Options, Plugin, diagnose as diagnose_scheduling};
 use serde_json::json;
 
 use crate::cli::ObjectRef;
@@ -42,6 +52,9 @@ pub struct NodeFinding {
     pub fits: bool,
     /// Every reason it cannot, data-mover reasons first.
     pub problems: Vec<String>,
+    /// Lower-priority pods whose eviction would let the pod fit here
+    /// (`namespace/name (priority N)`); empty when preemption would not help.
+    pub preemption_victims: Vec<String>,
 }
 
 /// Diagnoses one pod on every node.
@@ -49,6 +62,7 @@ pub fn diagnose(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod_ref: &ObjectRef,
+    options: &Options,
 ) -> Result<BTreeMap<String, NodeFinding>, CommandError> {
     let pod = require_pod(inventory, pod_ref)?;
     let cluster = Cluster::from_inventory(inventory);
@@ -61,7 +75,6 @@ pub fn diagnose(
         })
         .cloned()
         .collect();
-    let options = Options::default();
     let mut state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,
@@ -90,7 +103,7 @@ pub fn diagnose(
         // kube-scheduler's verdict only for what that diagnosis does not
         // cover (node name, host ports, resources, pod (anti-)affinity,
         // topology spread).
-        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, &options)
+        if let Some(verdict) = diagnose_scheduling(&state, &incoming, &node.name, options)
             && !verdict.fits
             && !(data_mover.is_some()
                 && matches!(
@@ -102,15 +115,123 @@ pub fn diagnose(
         {
             problems.push(verdict.explanation);
         }
+        let preemption_victims = if problems.is_empty() {
+            Vec::new()
+        } else {
+            preemption_victims(&mut state, &incoming, &node.name, &others, options)
+        };
         result.insert(
             node.name.clone(),
             NodeFinding {
                 fits: problems.is_empty(),
                 problems,
+                preemption_victims,
             },
         );
     }
     Ok(result)
+}
+
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+fn pod_key(pod: &Pod) -> (String, String) {
+    (
+        pod.metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned()),
+        pod.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Whether `incoming` passes every filter on `node`.
+fn fits_on(state: &ClusterState, incoming: &Pod, node: &str, options: &Options) -> bool {
+    state
+        .evaluate(incoming, options)
+        .is_ok_and(|r| r.feasible.iter().any(|n| n == node))
+}
+
+/// The preemption hint of the module documentation: the lower-priority pods
+/// on `node` whose eviction lets `incoming` fit there. The state is left as
+/// it was.
+fn preemption_victims(
+    state: &mut ClusterState,
+    incoming: &Pod,
+    node: &str,
+    pods: &[Pod],
+    options: &Options,
+) -> Vec<String> {
+    let preempts = incoming
+        .spec
+        .as_ref()
+        .and_then(|s| s.preemption_policy.as_deref())
+        != Some("Never");
+    let Ok(result) = state.evaluate(incoming, options) else {
+        return Vec::new();
+    };
+    let resolvable = result.unschedulable.get(node).is_some_and(|failure| {
+        matches!(failure.plugin, Plugin::NodePorts | Plugin::NodeResourcesFit)
+            && failure.code == Code::Unschedulable
+    });
+    if !preempts || !resolvable {
+        return Vec::new();
+    }
+    let own = priority(incoming);
+    let mut candidates: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+        .filter(|p| priority(p) < own)
+        .filter(|p| {
+            let (namespace, name) = pod_key(p);
+            state.find_pod(&namespace, &name).is_some()
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    // Most important first: higher priority, then namespace/name.
+    candidates.sort_by(|a, b| {
+        priority(b)
+            .cmp(&priority(a))
+            .then_with(|| pod_key(a).cmp(&pod_key(b)))
+    });
+    for p in &candidates {
+        let (namespace, name) = pod_key(p);
+        state.remove_pod_named(&namespace, &name);
+    }
+    let mut victims = Vec::new();
+    if fits_on(state, incoming, node, options) {
+        for p in &candidates {
+            if state.add_pod(p).is_err() {
+                continue;
+            }
+            if !fits_on(state, incoming, node, options) {
+                let (namespace, name) = pod_key(p);
+                state.remove_pod_named(&namespace, &name);
+                victims.push(*p);
+            }
+        }
+    } else {
+        for p in &candidates {
+            // Put back: nothing is evicted.
+            let _ = state.add_pod(p);
+        }
+        return Vec::new();
+    }
+    for p in &victims {
+        let _ = state.add_pod(p);
+    }
+    let mut names: Vec<String> = victims
+        .iter()
+        .map(|p| {
+            let (namespace, name) = pod_key(p);
+            format!("{namespace}/{name} (priority {})", priority(p))
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 /// The data-mover fragment of a data-mover pod, `None` for other pods.
@@ -239,8 +360,9 @@ pub fn run(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod_ref: &ObjectRef,
+    options: &Options,
 ) -> Result<Output, CommandError> {
-    let findings = diagnose(config, inventory, pod_ref)?;
+    let findings = diagnose(config, inventory, pod_ref, options)?;
     let pod = require_pod(inventory, pod_ref)?;
     let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
     let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
@@ -254,11 +376,17 @@ pub fn run(
         "phase": phase,
         "nodeName": node,
         "schedulable": schedulable,
-        "nodes": findings.iter().map(|(name, f)| (name.clone(), json!({
-            "fits": f.fits,
-            "reason": f.problems.first(),
-            "problems": f.problems,
-        }))).collect::<serde_json::Map<_, _>>(),
+        "nodes": findings.iter().map(|(name, f)| {
+            let mut node = json!({
+                "fits": f.fits,
+                "reason": f.problems.first(),
+                "problems": f.problems,
+            });
+            if !f.preemption_victims.is_empty() {
+                node["preemptionVictims"] = json!(f.preemption_victims);
+            }
+            (name.clone(), node)
+        }).collect::<serde_json::Map<_, _>>(),
     });
     let mut text = format!(
         "Pod {pod_ref} (phase {}): {} node(s) can run it{}\n\n",
@@ -287,6 +415,18 @@ pub fn run(
             ]
         }),
     ));
+    let hints: Vec<(&String, &NodeFinding)> = findings
+        .iter()
+        .filter(|(_, f)| !f.preemption_victims.is_empty())
+        .collect();
+    if !hints.is_empty() {
+        text.push_str(
+            "\nPreemption could make room (a hint: preemption is not simulated); evicting these lower-priority pods would let the pod fit:\n",
+        );
+        for (node, f) in hints {
+            text.push_str(&format!("  {node}: {}\n", f.preemption_victims.join(", ")));
+        }
+    }
     Ok(Output {
         document,
         table: text,

@@ -3,6 +3,7 @@
 //! the `-o json` contract (docs/policyctl.md) and a table.
 
 mod affinity;
+mod capacity;
 mod concurrency;
 mod config_check;
 mod config_source;
@@ -140,6 +141,7 @@ pub fn execute(
                 ignore_preferred_terms_of_existing_pods: args
                     .ignore_preferred_terms_of_existing_pods,
                 score_all_nodes: args.score_all_nodes,
+                added_affinity: read_added_affinity(args.added_affinity.as_deref())?,
                 ..Options::default()
             };
             match &args.pod {
@@ -148,6 +150,7 @@ pub fn execute(
             }
             .map(CommandResult::success)
         }
+        Command::Capacity(args) => capacity::run(inventory, args).map(CommandResult::success),
         Command::Hosts { action } => hosts::run(inventory, action).map(CommandResult::success),
         Command::HostLabels(args) => match &args.action {
             Some(HostLabelsAction::Sanitize { value }) => {
@@ -164,7 +167,12 @@ pub fn execute(
         },
         Command::Diagnose(args) => {
             let config = config_source::resolve(global, inventory, stderr)?;
-            diagnose::run(config.config()?, inventory, &args.pod).map(CommandResult::success)
+            let options = Options {
+                added_affinity: read_added_affinity(args.added_affinity.as_deref())?,
+                ..Options::default()
+            };
+            diagnose::run(config.config()?, inventory, &args.pod, &options)
+                .map(CommandResult::success)
         }
         Command::Modules(args) => {
             modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
@@ -186,4 +194,26 @@ pub fn execute(
             })
         }
     }
+}
+
+/// `--added-affinity FILE`: a NodeAffinity (YAML or JSON) as in
+/// kube-scheduler's NodeAffinityArgs `addedAffinity`, checked the way
+/// kube-scheduler checks its configuration.
+fn read_added_affinity(
+    path: Option<&std::path::Path>,
+) -> Result<Option<k8s_openapi::api::core::v1::NodeAffinity>, CommandError> {
+    let Some(path) = path else { return Ok(None) };
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| CommandError::Input(format!("--added-affinity {shown}: {error}")))?;
+    let affinity: k8s_openapi::api::core::v1::NodeAffinity = serde_saphyr::from_str(&text)
+        .map_err(|error| CommandError::Input(format!("--added-affinity {shown}: {error}")))?;
+    let options = Options {
+        added_affinity: Some(affinity),
+        ..Options::default()
+    };
+    options
+        .validate()
+        .map_err(|error| CommandError::Input(format!("--added-affinity {shown}: {error}")))?;
+    Ok(options.added_affinity)
 }

@@ -16,7 +16,7 @@ use crate::commands::config_source::ConfigInput;
 use crate::commands::queue::ConcurrentBackups;
 use crate::commands::soothe::DataMovers;
 use crate::commands::{
-    CommandError, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
+    CommandError, capacity, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, fitted_table, section};
@@ -132,6 +132,14 @@ pub fn run(
         &host_labels::table_text(&labels),
     ));
     document.insert("hostLabels".to_owned(), host_labels::document(&labels));
+
+    if let Some((body, section_document)) = capacity::report_section(inventory) {
+        text.push_str(&section(
+            "Spare replicas of Deployments with required host or zone anti-affinity",
+            &body,
+        ));
+        document.insert("spareReplicas".to_owned(), section_document);
+    }
 
     if let Some((section_text, section_document)) = modules::report_section(inventory) {
         text.push_str(&section_text);

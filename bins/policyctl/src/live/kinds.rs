@@ -55,6 +55,8 @@ pub enum Kind {
     DataUpload,
     /// `velero.io/v2alpha1` DataDownload, in Velero's namespace.
     DataDownload,
+    /// `apps/v1` Deployment, in every namespace (pod templates).
+    Deployment,
     /// Cluster API Machine, in every namespace.
     Machine,
     /// Cluster API Cluster, in every namespace.
@@ -131,7 +133,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 27] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
@@ -150,6 +152,7 @@ impl Kind {
         Kind::PodVolumeRestore,
         Kind::DataUpload,
         Kind::DataDownload,
+        Kind::Deployment,
         Kind::Machine,
         Kind::Cluster,
         Kind::KubeadmControlPlane,
@@ -243,6 +246,7 @@ impl Kind {
                     "datadownloads",
                     VeleroNamespace,
                 ),
+                Kind::Deployment => ("apps", &["v1"], "Deployment", "deployments", AllNamespaces),
                 Kind::Machine => (
                     "cluster.x-k8s.io",
                     CAPI_VERSIONS,
@@ -379,6 +383,9 @@ pub fn needs(command: &Command) -> Needs {
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
         Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES],
+        // The pod templates of `--workload` come from Deployments and
+        // StatefulSets.
+        Command::Capacity(_) => &[SCHEDULING, WORKLOADS, VOLUMES, &[Kind::Deployment]],
         Command::Hosts { .. } => {
             return Needs::FilesOnly(
                 "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",

@@ -425,6 +425,7 @@ fn add_object(
             false,
             value,
         ),
+        ("apps/v1", "Deployment") => insert(&mut inventory.deployments, origin, kind, true, value),
         ("velero.io/v1", "Backup") => insert(&mut inventory.backups, origin, kind, true, value),
         ("velero.io/v1", "PodVolumeBackup") => {
             insert(&mut inventory.pod_volume_backups, origin, kind, true, value)
@@ -635,10 +636,11 @@ impl Unread for k8s_openapi::api::apps::v1::ReplicaSet {
     }
 }
 
+/// A StatefulSet keeps its pod template (`capacity --workload` copies it);
+/// its volume claim templates are dropped.
 impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
     fn drop_unread(&mut self) {
         if let Some(spec) = self.spec.as_mut() {
-            spec.template = Default::default();
             spec.volume_claim_templates = None;
         }
     }
@@ -671,6 +673,7 @@ read_whole!(
     velero_api::PodVolumeRestore,
     velero_api::DataUpload,
     velero_api::DataDownload,
+    k8s_openapi::api::apps::v1::Deployment,
     kube_adapters::capi::Machine,
     kube_adapters::capi::Cluster,
     kube_adapters::capi::KubeadmControlPlane,

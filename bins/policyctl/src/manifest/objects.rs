@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::hosts::HostInventory;
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -82,7 +82,8 @@ pub struct Inventory {
     pub replication_controllers: Objects<ReplicationController>,
     /// `apps/v1` ReplicaSets.
     pub replica_sets: Objects<ReplicaSet>,
-    /// `apps/v1` StatefulSets.
+    /// `apps/v1` StatefulSets (selectors for kube-scheduler's default
+    /// spreading; their pod template for `capacity --workload`).
     pub stateful_sets: Objects<StatefulSet>,
     /// `v1` PersistentVolumeClaims.
     pub persistent_volume_claims: Objects<PersistentVolumeClaim>,
@@ -92,6 +93,9 @@ pub struct Inventory {
     pub storage_classes: Objects<StorageClass>,
     /// `storage.k8s.io/v1` VolumeAttachments.
     pub volume_attachments: Objects<VolumeAttachment>,
+    /// `apps/v1` Deployments (their pod template: `capacity --workload`,
+    /// the report's spare-replica section).
+    pub deployments: Objects<Deployment>,
     /// `storage.k8s.io/v1` CSINodes (per-node CSI attach limits).
     pub csi_nodes: Objects<CSINode>,
     /// `velero.io/v1` Backups.
@@ -139,6 +143,8 @@ impl Inventory {
             ("DataDownload", self.data_downloads.len()),
             ("Machine", self.machines.len()),
             ("HostInventory", self.host_inventories.len()),
+            ("Deployment", self.deployments.len()),
+            ("StatefulSet", self.stateful_sets.len()),
         ];
         if !self.csi_nodes.is_empty() {
             counts.push(("CSINode", self.csi_nodes.len()));

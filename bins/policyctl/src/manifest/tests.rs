@@ -74,11 +74,11 @@ items:
 fn other_kinds_are_counted_not_rejected() {
     let yaml = "\
 apiVersion: apps/v1
-kind: Deployment
+kind: DaemonSet
 metadata: {name: web, namespace: shop}
 ---
 apiVersion: apps/v1
-kind: Deployment
+kind: DaemonSet
 metadata: {name: api, namespace: shop}
 ---
 apiVersion: velero.io/v1
@@ -89,7 +89,7 @@ metadata: {name: wrong-version, namespace: velero}
     assert_eq!(
         inventory.ignored_notes(),
         [
-            "note: ignored 2 objects of kind apps/v1 Deployment (first in w.yaml, document 1): policyctl does not use this kind",
+            "note: ignored 2 objects of kind apps/v1 DaemonSet (first in w.yaml, document 1): policyctl does not use this kind",
             "note: ignored 1 object of kind velero.io/v1 DataUpload (first in w.yaml, document 3): policyctl does not use this kind",
         ]
     );

@@ -13,6 +13,7 @@
 pub mod helper;
 pub mod image_locality;
 pub(crate) mod inter_pod_affinity;
+pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced_allocation;

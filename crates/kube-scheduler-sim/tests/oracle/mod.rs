@@ -528,7 +528,11 @@ pub fn evaluate_all(
             .iter()
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
             .collect();
-        if let Some(f) = node_level_failure(&incoming, n, &on_node)
+        let added_required = opts.added_affinity.as_ref().and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+        if let Some(f) = node_level_failure(&incoming, n, &on_node, added_required)
             .or_else(|| volumes::node_failure(storage, &incoming, n, &on_node, &scheduled))
         {
             res.unschedulable.insert(name, f);
@@ -642,7 +646,29 @@ pub fn evaluate_all(
         skip_all(&mut res);
         return res;
     }
-    let node_affinity = if !compiled.has_preferred_node_list {
+    // NodeAffinityArgs.addedAffinity's preferred terms add to every pod's
+    // score and keep the plugin from skipping (C.47).
+    let added_preferred: Vec<_> = opts
+        .added_affinity
+        .as_ref()
+        .and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .clone()
+        })
+        .unwrap_or_default();
+    let relevant: Vec<_> = relevant
+        .into_iter()
+        .chain(added_preferred.iter().filter(|p| {
+            p.weight != 0
+                && !(p
+                    .preference
+                    .match_expressions
+                    .as_ref()
+                    .is_none_or(Vec::is_empty)
+                    && p.preference.match_fields.as_ref().is_none_or(Vec::is_empty))
+        }))
+        .collect();
+    let node_affinity = if !compiled.has_preferred_node_list && added_preferred.is_empty() {
         PluginScores {
             skipped: true,
             ..Default::default()
@@ -1565,7 +1591,12 @@ fn failure(plugin: Plugin, code: Code, reasons: Vec<String>) -> Failure {
 /// The filters that look at the node alone (and the pods bound to it), in
 /// the default profile's order, except NodeAffinity which sits between
 /// TaintToleration and NodePorts and is checked here too.
-fn node_level_failure(pod: &Pod, node: &Node, on_node: &[&Pod]) -> Option<Failure> {
+fn node_level_failure(
+    pod: &Pod,
+    node: &Node,
+    on_node: &[&Pod],
+    added: Option<&k8s_openapi::api::core::v1::NodeSelector>,
+) -> Option<Failure> {
     let spec = pod.spec.clone().unwrap_or_default();
     let tolerations = spec.tolerations.clone().unwrap_or_default();
     let node_spec = node.spec.clone().unwrap_or_default();
@@ -1606,6 +1637,14 @@ fn node_level_failure(pod: &Pod, node: &Node, on_node: &[&Pod]) -> Option<Failur
                 t.value.clone().unwrap_or_default()
             )],
         ));
+    }
+    if let Some(sel) = added
+        && !sel
+            .node_selector_terms
+            .iter()
+            .any(|t| node_term(t, node_name(node), &node_labels(node)))
+    {
+        return Some(Reason::NodeAffinityEnforced.failure());
     }
     if !required_node_affinity(pod, node) {
         return Some(Reason::NodeAffinityMismatch.failure());
