@@ -103,6 +103,14 @@ fn every_command_answers_on_a_dump_of_ten_thousand_pods() {
         &["hosts", "plan"],
         &["host-labels"],
         &["modules"],
+        &[
+            "capacity",
+            "--pod",
+            "shop/web-7c9f8d6b5-r9t2x",
+            "--max",
+            "50",
+        ],
+        &["capacity", "--pod", &dump_pod, "--max", "50"],
     ] {
         let (table, json) = run(&inventory, args);
         assert!(!table.trim().is_empty(), "{args:?} printed nothing");
