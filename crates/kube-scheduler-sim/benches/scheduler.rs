@@ -1,7 +1,8 @@
 //! Pod placement benchmarks in the shapes of kube-scheduler's scheduler_perf
 //! (`test/integration/scheduler_perf/affinity/performance-config.yaml`):
 //! the indexed [`ClusterState`] at full size, and the indexed state and the
-//! brute-force reference side by side on a smaller subset (baseline ratio).
+//! brute-force reference side by side on a smaller subset (baseline ratio),
+//! and the reference alone at full size on two measured pods.
 //!
 //! Nodes carry `status.allocatable` and pods request 10m CPU and 16Mi, so
 //! the node-level filters (cordon, taints, ports, resources) run as well.
@@ -179,6 +180,41 @@ fn bench_baseline(
     g.finish();
 }
 
+/// The brute-force reference alone at full size, on a few measured pods
+/// (it is O(nodes × placed pods) per pod): the same-run baseline of the
+/// full-size workloads, compared as pods per second.
+fn bench_reference_full(
+    c: &mut Criterion,
+    name: &str,
+    n_nodes: usize,
+    init: usize,
+    measured: usize,
+    make: fn(&str, usize) -> Pod,
+) {
+    let (nodes, placed, _) = initial(n_nodes, init, make);
+    let ns = namespaces();
+    let pods: Vec<Pod> = (0..measured).map(|i| make("sched-1", i)).collect();
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .throughput(Throughput::Elements(measured as u64));
+    g.bench_function("reference", |b| {
+        b.iter_batched(
+            || placed.clone(),
+            |mut existing| {
+                for p in &pods {
+                    let r = reference::evaluate(&nodes, &ns, &existing, p, &Options::default());
+                    let mut bound = p.clone();
+                    bound.spec.as_mut().unwrap().node_name = Some(r.selected.expect("fits"));
+                    existing.push(bound);
+                }
+                black_box(existing)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     bench_indexed(
         c,
@@ -203,6 +239,22 @@ fn benches(c: &mut Criterion) {
         5000,
         5000,
         preferred_anti_affinity_pod,
+    );
+    bench_reference_full(
+        c,
+        "Reference_PodAntiAffinity/5000Nodes_1000Init_2Pods",
+        5000,
+        1000,
+        2,
+        anti_affinity_pod,
+    );
+    bench_reference_full(
+        c,
+        "Reference_PodAffinity/5000Nodes_5000Init_2Pods",
+        5000,
+        5000,
+        2,
+        affinity_pod,
     );
     bench_baseline(
         c,
