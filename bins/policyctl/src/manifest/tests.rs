@@ -351,6 +351,9 @@ fn the_fast_yaml_reader_gives_up_and_the_tree_reader_answers() {
         "%YAML 1.2\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
         // An object with items that is no list.
         "apiVersion: example.com/v1\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: a}}]\nkind: Thing\nmetadata: {name: t}\n",
+        // Items that are no list.
+        "apiVersion: v1\nkind: List\nitems:\n",
+        "apiVersion: v1\nkind: List\nitems: {a: 1}\n",
         // A name that is a boolean: the tree reader explains it.
         "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: n}}\n",
     ];
