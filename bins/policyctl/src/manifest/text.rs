@@ -174,10 +174,7 @@ impl Markers {
         let mut lines = Vec::new();
         let mut content_before_first = false;
         for (index, line) in text.lines().enumerate() {
-            let is_marker = line
-                .strip_prefix("---")
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']));
-            if is_marker {
+            if is_document_marker(line, "---") {
                 lines.push(index as u64 + 1);
             } else if lines.is_empty() {
                 let content = line.trim_start();
@@ -197,6 +194,13 @@ impl Markers {
         let markers = self.lines.partition_point(|&marker| marker <= line);
         (markers + usize::from(self.content_before_first)).max(1)
     }
+}
+
+/// Whether `line` is the YAML document marker `marker` (`---` or `...`):
+/// the marker at the start of the line, then nothing, a blank or a line end.
+pub(super) fn is_document_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
 fn known(location: Option<Location>) -> Option<Location> {

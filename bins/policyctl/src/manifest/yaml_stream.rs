@@ -23,7 +23,7 @@ use std::fmt::{self, Write as _};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::text::yaml_options;
+use super::text::{is_document_marker, yaml_options};
 use super::{Inventory, Item, Origin, add_document, add_object, filed_item, with_defaults};
 
 /// Why the fast reader gave up; the caller reads the input with the tree
@@ -74,10 +74,10 @@ fn document_chunks(text: &str) -> Result<Vec<(usize, &str)>, GaveUp> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let bare = line.trim_end_matches(['\n', '\r']);
-        if bare.starts_with('%') || is_marker(bare, "...") {
+        if bare.starts_with('%') || is_document_marker(bare, "...") {
             return Err(GaveUp);
         }
-        if is_marker(bare, "---") {
+        if is_document_marker(bare, "---") {
             starts.push(offset);
         } else if starts.is_empty() {
             let content = bare.trim_start();
@@ -97,11 +97,6 @@ fn document_chunks(text: &str) -> Result<Vec<(usize, &str)>, GaveUp> {
         chunks.push((first + index + 1, &text[start..end]));
     }
     Ok(chunks)
-}
-
-fn is_marker(line: &str, marker: &str) -> bool {
-    line.strip_prefix(marker)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
 }
 
 /// A failure inside the fast reader, as the YAML deserializer's error; the
