@@ -24,7 +24,7 @@ command -v go >/dev/null || {
 	exit 1
 }
 # Static binaries, as upstream ships them; go.sum is only read, never written.
-export CGO_ENABLED=0 GOFLAGS=-mod=readonly
+export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
 
 # pinned_version PRODUCT: the upstream version its wrapper module requires.
 pinned_version() {
@@ -59,6 +59,8 @@ build() {
 		rm -rf "$dir.partial"
 		mkdir -p "$dir.partial"
 		(cd "$here/$product" && go build -trimpath -ldflags='-s -w' -o "$dir.partial/" tool)
+		# etcd's main package is the module root, so Go names the binary `server`.
+		if [ -f "$dir.partial/server" ]; then mv "$dir.partial/server" "$dir.partial/etcd"; fi
 		rm -rf "$dir"
 		mv "$dir.partial" "$dir"
 		touch "$dir/.complete"
