@@ -36,10 +36,30 @@ module_dir() {
 	module="$(sed -n 's|^// upstream: \([^ ]*\) v[^ ]*$|\1|p' "$here/$1/go.mod")"
 	(cd "$here/$1" && go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
 }
-# cache_key PRODUCT: <product>/<version>-<checksum of go.mod and go.sum>.
+# ldflags PRODUCT: strip symbols, and stamp the version where upstream's
+# own release build does (without it kube-apiserver's /version says
+# v0.0.0-master and `velero version` says nothing).
+ldflags() {
+	local version flags='-s -w' package minor released
+	version="$(pinned_version "$1")"
+	case "$1" in
+	kubernetes)
+		minor="${version#v1.}"
+		minor="${minor%%.*}"
+		released="$(cd "$here/$1" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
+		for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			flags+=" -X $package.gitVersion=$version -X $package.gitMajor=1 -X $package.gitMinor=$minor"
+			flags+=" -X $package.gitTreeState=archive -X $package.buildDate=$released"
+		done ;;
+	velero) flags+=" -X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$version" ;;
+	esac
+	echo "$flags"
+}
+# cache_key PRODUCT: <product>/<version>-<checksum of go.mod, go.sum and
+# the build flags>.
 cache_key() {
 	local sum
-	sum="$(cat "$here/$1/go.mod" "$here/$1/go.sum" | sha256sum | cut -c1-12)"
+	sum="$( (cat "$here/$1/go.mod" "$here/$1/go.sum"; echo "CGO_ENABLED=$CGO_ENABLED $(ldflags "$1")") | sha256sum | cut -c1-12)"
 	echo "$1/$(pinned_version "$1")-$sum"
 }
 
@@ -58,7 +78,7 @@ build() {
 		start=$SECONDS
 		rm -rf "$dir.partial"
 		mkdir -p "$dir.partial"
-		(cd "$here/$product" && go build -trimpath -ldflags='-s -w' -o "$dir.partial/" tool)
+		(cd "$here/$product" && go build -trimpath -ldflags="$(ldflags "$product")" -o "$dir.partial/" tool)
 		# etcd's main package is the module root, so Go names the binary `server`.
 		if [ -f "$dir.partial/server" ]; then mv "$dir.partial/server" "$dir.partial/etcd"; fi
 		rm -rf "$dir"
