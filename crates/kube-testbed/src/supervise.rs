@@ -37,13 +37,15 @@ pub(crate) const GRACE: Duration = Duration::from_secs(10);
 ///   too); the supervisor stays until its program has exited. Only SIGKILL
 ///   ends it early, so the bed also watches the program's pid.
 /// - The watcher reads the pipe through fd 3; the program gets
-///   `/dev/null` as standard input and no fd 3.
+///   `/dev/null` as standard input, the log as standard output and error
+///   (the supervisor's own standard output is the pipe that reports the
+///   pid, closed once read), and no fd 3.
 const SUPERVISOR: &str = r#"set -m
 trap ':' INT HUP QUIT TERM
 pid_file=$1 grace=$2
 shift 2
 exec 3<&0 0</dev/null
-"$@" 3<&- &
+"$@" 3<&- 1>&2 &
 child=$!
 echo "$child" > "$pid_file"
 echo "$child"

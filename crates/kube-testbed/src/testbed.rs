@@ -465,8 +465,15 @@ impl Testbed {
             "--profiling=false".to_owned(),
         ];
         let health = self.tls_probe_config(port).await?;
-        self.launch(component, &args, &[], Probe::Ok(health, "/healthz"))
-            .await?;
+        // /healthz answers before the controllers run; the `default`
+        // ServiceAccount of namespace `default`, which the
+        // serviceaccount-controller creates with its own credentials, shows
+        // that they do.
+        let probe = Probe::ControllerManager {
+            health,
+            admin: Box::new(self.config.clone()),
+        };
+        self.launch(component, &args, &[], probe).await?;
         self.startup.push((component, started.elapsed()));
         Ok(())
     }
@@ -573,6 +580,14 @@ impl Testbed {
                 match probe {
                     Probe::Ok(config, path) => expect_ok(&config, path).await,
                     Probe::Status(config, path) => expect_status_ok(&config, path).await,
+                    Probe::ControllerManager { health, admin } => {
+                        expect_ok(&health, "/healthz").await?;
+                        expect_status_ok(
+                            &admin,
+                            "/api/v1/namespaces/default/serviceaccounts/default",
+                        )
+                        .await
+                    }
                 }
             }
         })
@@ -916,16 +931,18 @@ impl Testbed {
         ready
     }
 
-    /// Compacts etcd to its current revision, physically, as
-    /// kube-apiserver's own compactor does every 5 minutes, and returns
-    /// that revision. Like kube-apiserver, it first records the revision
-    /// under etcd's `compact_rev_key`, which kube-apiserver watches to
-    /// learn of compactions.
+    /// Compacts etcd physically, as kube-apiserver's own compactor does
+    /// every 5 minutes, to its newest revision, and returns that revision.
+    /// Like kube-apiserver, it records the compaction under etcd's
+    /// `compact_rev_key`, which kube-apiserver watches to learn of
+    /// compactions: the first write gives the revision to compact to, the
+    /// second records it.
     ///
-    /// Afterwards every read of an older revision from etcd fails: a watch
-    /// from an older resourceVersion on a resource that kube-apiserver
-    /// does not cache (Events, or every resource with
-    /// [`Builder::watch_cache`]`(false)`) answers 410 Gone. A cached
+    /// etcd keeps the revision it compacted to, so afterwards a watch from
+    /// any resourceVersion older than that of the newest change (a watch
+    /// starts after its resourceVersion) is refused by etcd: on a resource
+    /// that kube-apiserver does not cache (Events, or every resource with
+    /// [`Builder::watch_cache`]`(false)`) it answers 410 Gone. A cached
     /// resource keeps answering such watches from the cache's history
     /// until that history moves past them or kube-apiserver restarts.
     pub async fn compact_etcd(&self) -> Result<i64, Error> {
@@ -950,36 +967,35 @@ impl Testbed {
                         detail: format!("{status}: {text}"),
                     });
                 }
-                serde_json::from_str::<serde_json::Value>(&text).map_err(|e| Error::Etcd {
-                    request,
-                    detail: format!("{e}: {text}"),
-                })
+                let answer =
+                    serde_json::from_str::<serde_json::Value>(&text).map_err(|e| Error::Etcd {
+                        request,
+                        detail: format!("{e}: {text}"),
+                    })?;
+                // int64 fields are JSON strings in etcd's gateway.
+                answer
+                    .pointer("/header/revision")
+                    .and_then(|value| match value {
+                        serde_json::Value::String(text) => text.parse::<i64>().ok(),
+                        other => other.as_i64(),
+                    })
+                    .ok_or_else(|| Error::Etcd {
+                        request,
+                        detail: format!("no header.revision in {answer}"),
+                    })
             }
         };
         let key = base64_encode("compact_rev_key");
-        let range = etcd_call(RANGE, "/v3/kv/range", serde_json::json!({ "key": key })).await?;
-        let revision = range
-            .pointer("/header/revision")
-            .and_then(|value| match value {
-                serde_json::Value::String(text) => text.parse::<i64>().ok(),
-                other => other.as_i64(),
-            })
-            .ok_or_else(|| Error::Etcd {
-                request: RANGE,
-                detail: format!("no header.revision in {range}"),
-            })?;
-        etcd_call(
-            PUT,
-            "/v3/kv/put",
-            serde_json::json!({ "key": key, "value": base64_encode(&revision.to_string()) }),
-        )
-        .await?;
+        let current = etcd_call(RANGE, "/v3/kv/range", serde_json::json!({ "key": key })).await?;
+        let put = |revision: i64| serde_json::json!({ "key": key, "value": base64_encode(&revision.to_string()) });
+        let revision = etcd_call(PUT, "/v3/kv/put", put(current)).await?;
         etcd_call(
             COMPACTION,
             "/v3/kv/compaction",
             serde_json::json!({ "revision": revision.to_string(), "physical": true }),
         )
         .await?;
+        etcd_call(PUT, "/v3/kv/put", put(revision)).await?;
         Ok(revision)
     }
 
@@ -1167,6 +1183,12 @@ enum Probe {
     Ok(kube::Config, &'static str),
     /// `GET path` answers 200.
     Status(kube::Config, &'static str),
+    /// kube-controller-manager's `/healthz` is `ok` and its controllers
+    /// have written.
+    ControllerManager {
+        health: kube::Config,
+        admin: Box<kube::Config>,
+    },
 }
 
 /// The ServiceAccount the Velero server runs as, bound as `velero

@@ -45,8 +45,9 @@ pub fn status_code(error: &kube::Error) -> Option<u16> {
 }
 
 /// How a watch from `resource_version` starts: `Ok(())` once it delivers
-/// an event or stays open for two seconds, `Err(code)` when the server
-/// refuses it, with an HTTP error or with an error event in the stream.
+/// an event (the caller made a change after that version), `Err(code)`
+/// when the server refuses it, with an HTTP error or with an error event
+/// in the stream.
 pub async fn watch_from<K>(api: &Api<K>, resource_version: &str) -> Result<(), u16>
 where
     K: kube::Resource
@@ -61,9 +62,15 @@ where
         Err(error) => return Err(status_code(&error).unwrap_or(0)),
     };
     let mut stream = Box::pin(stream);
-    match tokio::time::timeout(Duration::from_secs(2), stream.next()).await {
+    let limit = Duration::from_secs(30);
+    match tokio::time::timeout(limit, stream.next()).await {
         Ok(Some(Ok(kube::api::WatchEvent::Error(status)))) => Err(status.code),
         Ok(Some(Err(error))) => Err(status_code(&error).unwrap_or(0)),
-        Ok(Some(Ok(_))) | Ok(None) | Err(_) => Ok(()),
+        Ok(Some(Ok(kube::api::WatchEvent::Bookmark(_)))) => {
+            panic!("a watch from {resource_version} began with a bookmark, not an event")
+        }
+        Ok(Some(Ok(_))) => Ok(()),
+        Ok(None) => panic!("a watch from {resource_version} ended without an event"),
+        Err(_) => panic!("a watch from {resource_version} gave nothing in {limit:?}"),
     }
 }
