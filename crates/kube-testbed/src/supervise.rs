@@ -21,11 +21,26 @@ use std::time::{Duration, Instant};
 use crate::Component;
 use crate::error::Error;
 
-/// How long a program has between SIGTERM and SIGKILL.
-pub(crate) const GRACE: Duration = Duration::from_secs(10);
+/// How long a program has between SIGTERM and SIGKILL. A bed's data is
+/// thrown away, so this only leaves room for a clean exit: kube-apiserver
+/// takes about 2 s while etcd runs, and hangs if etcd stops at the same
+/// time (as when the owning process is killed and every supervisor stops
+/// its program at once).
+pub(crate) const GRACE: Duration = Duration::from_secs(5);
+
+/// How long the supervisor of `component` waits, once the owning process
+/// is gone, before it stops the program: etcd outlives kube-apiserver.
+fn orphan_delay(component: Component) -> Duration {
+    match component {
+        Component::Etcd => Duration::from_secs(3),
+        _ => Duration::ZERO,
+    }
+}
 
 /// The supervisor. `$1` is the pid file, `$2` the grace period in seconds,
-/// the rest the program and its arguments. It prints the program's pid on
+/// `$3` how long to wait before stopping the program when the owning
+/// process is gone (the pipe closed without a `stop` line), the rest the
+/// program and its arguments. It prints the program's pid on
 /// standard output, then its own messages go to standard error (the log).
 ///
 /// - `set -m` puts each background job in its own process group, so a
@@ -42,8 +57,8 @@ pub(crate) const GRACE: Duration = Duration::from_secs(10);
 ///   pid, closed once read), and no fd 3.
 const SUPERVISOR: &str = r#"set -m
 trap ':' INT HUP QUIT TERM
-pid_file=$1 grace=$2
-shift 2
+pid_file=$1 grace=$2 orphan_delay=$3
+shift 3
 exec 3<&0 0</dev/null
 "$@" 3<&- 1>&2 &
 child=$!
@@ -51,7 +66,12 @@ echo "$child" > "$pid_file"
 echo "$child"
 exec 1>&2
 echo "kube-testbed: started (pid $child): $*"
-{ read -r _ <&3; kill -TERM -- "-$child" 2>/dev/null; sleep "$grace"; kill -KILL -- "-$child" 2>/dev/null; } &
+{
+    read -r _ <&3 || sleep "$orphan_delay"
+    kill -TERM -- "-$child" 2>/dev/null
+    sleep "$grace"
+    kill -KILL -- "-$child" 2>/dev/null
+} &
 watcher=$!
 exec 3<&-
 wait "$child"; status=$?
@@ -73,7 +93,9 @@ pub(crate) struct Supervised {
 
 impl Supervised {
     /// Starts `program args...` under a supervisor; its output is appended
-    /// to `log`, its pid written to `pid_file`.
+    /// to `log`, its pid written to `pid_file`. When the owning process is
+    /// gone, the program is stopped after `orphan_delay` (etcd waits for
+    /// kube-apiserver, which hangs on exit while etcd stops).
     pub(crate) fn spawn(
         component: Component,
         program: &Path,
@@ -94,6 +116,7 @@ impl Supervised {
             .arg(format!("kube-testbed:{component}"))
             .arg(pid_file)
             .arg(GRACE.as_secs().to_string())
+            .arg(orphan_delay(component).as_secs().to_string())
             .arg(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -165,9 +188,11 @@ impl Supervised {
     }
 
     /// Asks the program to stop (SIGTERM to its process group) without
-    /// waiting.
+    /// waiting: a `stop` line, then the pipe closes.
     pub(crate) fn request_stop(&mut self) {
-        self.lifeline = None;
+        if let Some(mut lifeline) = self.lifeline.take() {
+            let _ = lifeline.write_all(b"stop\n");
+        }
     }
 
     /// Stops the program and waits until it is gone.
@@ -264,12 +289,19 @@ pub(crate) struct Cleaner {
 }
 
 const CLEANER: &str = r#"dir=$1
+# A process is gone once it has no /proc entry or is a zombie (its parent,
+# the supervisor, may be gone too, and init may reap it late).
+alive() {
+    case "$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" in
+        '' | Z | X) return 1 ;;
+    esac
+}
 read -r _
 for pid_file in "$dir"/run/*.pid; do
     [ -f "$pid_file" ] || continue
     pid=$(cat "$pid_file" 2>/dev/null) || continue
     waited=0
-    while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 300 ]; do
+    while [ -n "$pid" ] && alive "$pid" && [ "$waited" -lt 300 ]; do
         sleep 0.1; waited=$((waited + 1))
     done
 done

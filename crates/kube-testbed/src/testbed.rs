@@ -153,8 +153,18 @@ impl Builder {
 
     /// Starts the bed: etcd, kube-apiserver, then the chosen components,
     /// each ready before the next starts.
+    ///
+    /// Ports are picked free and then handed to the programs, so another
+    /// process may take one in between; a start that fails because an
+    /// address is in use is tried again with new ports (three tries).
     pub async fn start(self) -> Result<Testbed, Error> {
-        Testbed::start(self).await
+        let mut tries = 1;
+        loop {
+            match Testbed::start(self.clone()).await {
+                Err(error) if tries < 3 && address_in_use(&error) => tries += 1,
+                result => return result,
+            }
+        }
     }
 }
 
@@ -1217,6 +1227,16 @@ subjects:
   name: velero
   namespace: velero
 "#;
+
+/// Whether a component failed because a port was taken.
+fn address_in_use(error: &Error) -> bool {
+    match error {
+        Error::Exited { log_tail, .. } | Error::NotReady { log_tail, .. } => {
+            log_tail.contains("address already in use")
+        }
+        _ => false,
+    }
+}
 
 /// `count` distinct free loopback ports (all bound at once, then freed).
 fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
