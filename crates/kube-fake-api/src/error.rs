@@ -81,8 +81,10 @@ impl ApiError {
     }
 
     /// The `Status` object the real API server sends for this error.
+    /// An empty `reason` is left out, as kube-apiserver leaves it out of
+    /// errors it has no reason for.
     pub fn to_status(&self) -> Value {
-        json!({
+        let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -90,7 +92,13 @@ impl ApiError {
             "message": self.message,
             "reason": self.reason,
             "code": self.code,
-        })
+        });
+        if self.reason.is_empty()
+            && let Some(fields) = status.as_object_mut()
+        {
+            fields.remove("reason");
+        }
+        status
     }
 }
 

@@ -48,10 +48,21 @@ pub fn resolve(store: &Store, req: &ApiRequest) -> Result<ResourceInfo, ApiError
     if let Some(sub) = &req.subresource
         && !(sub == "status" && info.status_subresource)
     {
-        return Err(ApiError::not_found(
-            &format!("{} subresource", info.id.qualified_name()),
-            sub,
-        ));
+        // The custom resource handler takes an unknown subresource as part
+        // of an object's path (`backups.velero.io "b1" not found`); built-in
+        // types have no route for it.
+        return Err(if info.custom {
+            ApiError::not_found(
+                &info.id.qualified_name(),
+                req.name.as_deref().unwrap_or_default(),
+            )
+        } else {
+            ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        });
     }
     Ok(info)
 }
@@ -84,6 +95,21 @@ fn serve_resource(
             "(none given for a namespaced resource)",
         ));
     }
+    check_dry_run(req)?;
+    if matches!(req.verb, Verb::Get | Verb::List)
+        && let Some(rv) = req.param("resourceVersion").filter(|rv| !rv.is_empty())
+        && rv.parse::<u64>().is_err()
+    {
+        // kube-apiserver fails to parse it deep in storage: a 500 without a
+        // reason.
+        return Err(ApiError::new(
+            500,
+            "",
+            format!(
+                "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+            ),
+        ));
+    }
     let name = req.name.clone().unwrap_or_default();
     match req.verb {
         Verb::Get => store
@@ -101,76 +127,218 @@ fn serve_resource(
     }
 }
 
-/// Objects of the request's collection that pass its label and field selectors.
+/// `dryRun` takes `All` only (`ValidateDryRun`,
+/// staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation).
+fn check_dry_run(req: &ApiRequest) -> Result<(), ApiError> {
+    let Some(value) = req.param("dryRun").filter(|v| !v.is_empty() && *v != "All") else {
+        return Ok(());
+    };
+    let options = match req.verb {
+        Verb::Create => "CreateOptions",
+        Verb::Update => "UpdateOptions",
+        Verb::Patch => "PatchOptions",
+        Verb::Delete | Verb::DeleteCollection => "DeleteOptions",
+        _ => return Ok(()),
+    };
+    Err(ApiError::invalid(format!(
+        "{options}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{{{value:?}}}: supported values: \"All\""
+    )))
+}
+
+/// The request's label and field selectors; a field the type cannot be
+/// selected by is `400`, as kube-apiserver's field label conversion
+/// refuses it ([`ResourceInfo::field_selector_check`]).
+pub fn selectors(
+    info: &ResourceInfo,
+    req: &ApiRequest,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let labels = LabelSelector::parse(req.param("labelSelector").unwrap_or_default())?;
+    let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or_default())?;
+    for requirement in &fields.0 {
+        if let Some(Err(message)) = info.field_selector_check(&requirement.path) {
+            return Err(ApiError::bad_request(message));
+        }
+    }
+    Ok((labels, fields))
+}
+
+/// Objects of the request's collection that pass its label and field
+/// selectors, in kube-apiserver's order: by storage key, `<namespace>/<name>`
+/// compared as text (so `a-b/x` comes before `a/x`).
 pub fn matching(
     store: &Store,
     info: &ResourceInfo,
     req: &ApiRequest,
 ) -> Result<Vec<Value>, ApiError> {
-    let labels = LabelSelector::parse(req.param("labelSelector").unwrap_or_default())?;
-    let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or_default())?;
     let ns = if info.namespaced {
         req.namespace.as_deref()
     } else {
         None
     };
-    Ok(store
-        .list(&info.id, ns)
-        .map(|(_, v)| v)
-        .filter(|v| labels.matches(v) && fields.matches(v))
-        .cloned()
-        .collect())
+    select(store.list(&info.id, ns).map(|(_, v)| v), info, req)
 }
 
+fn select<'a>(
+    objects: impl Iterator<Item = &'a Value>,
+    info: &ResourceInfo,
+    req: &ApiRequest,
+) -> Result<Vec<Value>, ApiError> {
+    let (labels, fields) = selectors(info, req)?;
+    let mut items: Vec<(String, Value)> = objects
+        .filter(|v| labels.matches(v) && fields.matches(v))
+        .map(|v| (item_key(v), v.clone()))
+        .collect();
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(items.into_iter().map(|(_, v)| v).collect())
+}
+
+/// Refuses list options kube-apiserver refuses (`ValidateListOptions`,
+/// staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/validation).
+fn check_list_options(req: &ApiRequest) -> Result<(), ApiError> {
+    let Some(matching) = req.param("resourceVersionMatch").filter(|m| !m.is_empty()) else {
+        return Ok(());
+    };
+    let rv = req.param("resourceVersion").unwrap_or_default();
+    let mut errors = Vec::new();
+    if rv.is_empty() {
+        errors.push("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".to_owned());
+    }
+    if req.param("continue").is_some_and(|c| !c.is_empty()) {
+        errors.push("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided".to_owned());
+    }
+    if matching != "Exact" && matching != "NotOlderThan" {
+        errors.push(format!(
+            "resourceVersionMatch: Unsupported value: {matching:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+        ));
+    }
+    if matching == "Exact" && rv == "0" {
+        errors.push("resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"".to_owned());
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(format!(
+        "ListOptions.meta.k8s.io \"\" is invalid: {}",
+        bracketed(&errors)
+    )))
+}
+
+/// One error as is, several in brackets, as `field.ErrorList` prints them.
+fn bracketed(errors: &[String]) -> String {
+    if errors.len() == 1 {
+        errors[0].clone()
+    } else {
+        format!("[{}]", errors.join(", "))
+    }
+}
+
+/// A list, as kube-apiserver serves it:
+///
+/// - `continue` reads the list's snapshot (the resourceVersion of its first
+///   page), so objects created, changed or removed since do not show;
+///   `410 Expired` once that history is compacted;
+/// - `resourceVersionMatch=Exact` reads the snapshot at `resourceVersion`;
+/// - `resourceVersion=0` is served from the watch cache, which ignores
+///   `limit` (everything in one page, no continue token);
+/// - `remainingItemCount` only when no selector filters the list
+///   (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go, GetList).
 fn list(store: &Store, info: &ResourceInfo, req: &ApiRequest) -> Result<(u16, Value), ApiError> {
-    let mut items = matching(store, info, req)?;
+    check_list_options(req)?;
     let limit = match req.param("limit").filter(|l| !l.is_empty()) {
         Some(l) => l
             .parse::<i64>()
             .map_err(|_| ApiError::bad_request(format!("invalid value for limit: {l:?}")))?,
         None => 0,
     };
+    let rv_param = req.param("resourceVersion").unwrap_or_default();
+    let continue_token = req.param("continue").filter(|c| !c.is_empty());
+    let ns = if info.namespaced {
+        req.namespace.as_deref()
+    } else {
+        None
+    };
+    let in_namespace = |key: &ObjectKey| ns.is_none_or(|ns| key.namespace == ns);
     let mut rv = store.resource_version();
-    if let Some(token) = req.param("continue").filter(|c| !c.is_empty()) {
-        let (token_rv, start) = decode_continue(token)?;
-        if token_rv < store.compacted_rv() {
-            return Err(ApiError::new(
+    let mut start = None;
+    let mut items = if let Some(token) = continue_token {
+        let (token_rv, last) = decode_continue(token)?;
+        let snapshot = store.snapshot(&info.id, token_rv).ok_or_else(|| {
+            ApiError::new(
                 410,
                 "Expired",
                 "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-            ));
-        }
+            )
+        })?;
         rv = token_rv;
-        let start = start
-            .split_once('/')
-            .map(|(ns, name)| (ns.to_owned(), name.to_owned()))
-            .unwrap_or_default();
-        items.retain(|item| item_key(item) > start);
+        start = Some(last);
+        select(
+            snapshot
+                .iter()
+                .filter(|(k, _)| in_namespace(k))
+                .map(|(_, v)| v),
+            info,
+            req,
+        )?
+    } else if req.param("resourceVersionMatch") == Some("Exact") {
+        let exact: u64 = rv_param.parse().map_err(|_| {
+            ApiError::bad_request(format!("invalid resource version: {rv_param:?}"))
+        })?;
+        let snapshot = store.snapshot(&info.id, exact).ok_or_else(|| {
+            ApiError::new(410, "Expired", format!("too old resource version: {exact}"))
+        })?;
+        rv = exact;
+        select(
+            snapshot
+                .iter()
+                .filter(|(k, _)| in_namespace(k))
+                .map(|(_, v)| v),
+            info,
+            req,
+        )?
+    } else {
+        matching(store, info, req)?
+    };
+    if let Some(start) = &start {
+        items.retain(|item| item_key(item) > *start);
     }
+    let filtered = req
+        .param("labelSelector")
+        .is_some_and(|s| !s.trim().is_empty())
+        || req
+            .param("fieldSelector")
+            .is_some_and(|s| !s.trim().is_empty());
+    let from_cache = rv_param == "0" && continue_token.is_none();
     let mut body = list_body(info, rv, Vec::new());
     let total = items.len();
     if let Ok(limit) = usize::try_from(limit)
         && limit > 0
         && total > limit
+        && !from_cache
     {
         items.truncate(limit);
-        let (ns, name) = items.last().map(item_key).unwrap_or_default();
-        body["metadata"]["continue"] = json!(encode_continue(rv, &format!("{ns}/{name}")));
-        body["metadata"]["remainingItemCount"] = json!(total - limit);
+        let last = items.last().map(item_key).unwrap_or_default();
+        body["metadata"]["continue"] = json!(encode_continue(rv, &last));
+        if !filtered {
+            body["metadata"]["remainingItemCount"] = json!(total - limit);
+        }
     }
     body["items"] = Value::Array(items);
     Ok((200, body))
 }
 
-/// `(namespace, name)`: the order of list results and of continue tokens.
-fn item_key(item: &Value) -> (String, String) {
+/// `<namespace>/<name>` (`<name>` for cluster-scoped objects): the key
+/// lists are sorted by, and continue tokens resume after.
+fn item_key(item: &Value) -> String {
     let field = |f: &str| {
         item.pointer(&format!("/metadata/{f}"))
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned()
     };
-    (field("namespace"), field("name"))
+    match field("namespace") {
+        ns if ns.is_empty() => field("name"),
+        ns => format!("{ns}/{}", field("name")),
+    }
 }
 
 /// A continue token: the list's resourceVersion and the key of the last
@@ -237,38 +405,161 @@ fn random_suffix(store: &Store) -> String {
         .collect()
 }
 
+/// `Kind.group` (`Kind` in the core group), as `schema.GroupKind` prints
+/// in validation errors.
+pub fn qualified_kind(info: &ResourceInfo) -> String {
+    if info.id.group.is_empty() {
+        info.kind.clone()
+    } else {
+        format!("{}.{}", info.kind, info.id.group)
+    }
+}
+
+/// The rule kube-apiserver checks a new object's name with, for the types
+/// the stand-in knows it for: an RFC 1123 label for Namespaces, an RFC 1123
+/// subdomain for custom resources and most built-in kinds
+/// (`ValidateObjectMeta` with `NameIsDNSSubdomain`).
+fn name_problems(info: &ResourceInfo, name: &str) -> Vec<String> {
+    match (info.id.group.as_str(), info.id.plural.as_str()) {
+        ("", "namespaces") => kube_validation::validate_dns1123_label(name),
+        (
+            "",
+            "configmaps"
+            | "secrets"
+            | "pods"
+            | "nodes"
+            | "events"
+            | "serviceaccounts"
+            | "persistentvolumeclaims"
+            | "persistentvolumes",
+        )
+        | ("coordination.k8s.io", "leases")
+        | ("events.k8s.io", "events")
+        | ("apps", _)
+        | ("batch", _) => kube_validation::validate_dns1123_subdomain(name),
+        _ if info.custom => kube_validation::validate_dns1123_subdomain(name),
+        _ => Vec::new(),
+    }
+}
+
+/// [`name_problems`] as validation errors of `metadata.name`.
+fn name_errors(info: &ResourceInfo, name: &str) -> Vec<String> {
+    name_problems(info, name)
+        .into_iter()
+        .map(|problem| format!("metadata.name: Invalid value: {name:?}: {problem}"))
+        .collect()
+}
+
+/// With [`Store::namespaces_required`], a namespaced object is only created
+/// in a Namespace that exists (`404`) and is not being deleted (`403`), as
+/// the NamespaceLifecycle admission plugin allows it
+/// (plugin/pkg/admission/namespace/lifecycle/admission.go).
+fn check_namespace(
+    store: &Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    if !store.namespaces_required() || !info.namespaced {
+        return Ok(());
+    }
+    let key = ObjectKey {
+        resource: ResourceId::new("", "v1", "namespaces"),
+        namespace: String::new(),
+        name: namespace.to_owned(),
+    };
+    match store.get(&key) {
+        None => Err(ApiError::not_found("namespaces", namespace)),
+        Some(ns) if is_deleting(ns) => Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                info.id.qualified_name()
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 fn stamp_type(info: &ResourceInfo, obj: &mut Value) {
     obj["apiVersion"] = json!(info.id.api_version());
     obj["kind"] = json!(info.kind);
 }
 
+/// Adds or refreshes `manager`'s entry for `operation`. `stamp`: the
+/// write changed the object, so the entry gets the current time; else an
+/// existing entry keeps its time and a new one has none, as kube-apiserver's
+/// `managedFieldsUpdater` records them
+/// (staging/src/k8s.io/apimachinery/pkg/util/managedfields/internal/managedfieldsupdater.go).
 fn managed_fields_entry(
     obj: &mut Value,
     manager: Option<&str>,
     operation: &str,
     api_version: &str,
+    stamp: bool,
 ) {
     let Some(manager) = manager else { return };
-    let entry = json!({
+    let mut entry = json!({
         "manager": manager,
         "operation": operation,
         "apiVersion": api_version,
-        "time": store::timestamp(),
         "fieldsType": "FieldsV1",
         "fieldsV1": {},
     });
     let list = obj
         .pointer_mut("/metadata/managedFields")
         .and_then(Value::as_array_mut);
+    let previous_time = list.as_ref().and_then(|list| {
+        list.iter()
+            .find(|e| e["manager"] == json!(manager) && e["operation"] == json!(operation))
+            .and_then(|e| e.get("time").cloned())
+    });
+    match (stamp, previous_time) {
+        (true, _) => entry["time"] = json!(store::timestamp()),
+        (false, Some(time)) => entry["time"] = time,
+        (false, None) => {}
+    }
     match list {
         Some(list) => {
             list.retain(|e| {
                 !(e["manager"] == json!(manager) && e["operation"] == json!(operation))
             });
             list.push(entry);
+            sort_managed_fields(list);
         }
         None => set_meta(obj, "managedFields", json!([entry])),
     }
+}
+
+/// Whether a write changes more than `managedFields` and the
+/// resourceVersion.
+fn changes_content(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = comparable(v);
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("managedFields");
+        }
+        v
+    };
+    strip(old) != strip(new)
+}
+
+/// kube-apiserver's order of `managedFields`: by operation (`Apply`
+/// before `Update`), then time (to the second), manager, apiVersion and
+/// subresource (`sortEncodedManagedFields`,
+/// staging/src/k8s.io/apimachinery/pkg/util/managedfields/internal/managedfields.go).
+fn sort_managed_fields(list: &mut [Value]) {
+    let text = |e: &Value, f: &str| e[f].as_str().unwrap_or_default().to_owned();
+    list.sort_by_key(|e| {
+        (
+            text(e, "operation"),
+            text(e, "time"),
+            text(e, "manager"),
+            text(e, "apiVersion"),
+            text(e, "subresource"),
+        )
+    });
 }
 
 /// Fills each `managedFields` entry's `fieldsV1` from the ownership table
@@ -283,6 +574,11 @@ fn render_managed_fields(obj: &mut Value, owners: &patch::Owners) {
             entry["fieldsV1"] = patch::fields_v1(owners, &manager);
         }
         list.retain(|e| e["fieldsV1"].as_object().is_some_and(|m| !m.is_empty()));
+        if list.is_empty()
+            && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("managedFields");
+        }
     }
 }
 
@@ -295,14 +591,19 @@ fn check_schema(store: &Store, info: &ResourceInfo, obj: &mut Value) -> Result<(
     }
 }
 
-/// Validates and stores a new object (shared by POST and the seeding helpers).
+/// Validates and stores a new object (shared by POST, an apply that
+/// creates, and the helpers that store objects directly). `from_request`:
+/// a client's write, to which the API's rules apply (the status
+/// subresource drops `.status`, the name and the namespace are checked,
+/// server-set timestamps are replaced); the helpers' objects are kept as
+/// given.
 #[allow(clippy::too_many_arguments)]
 pub fn create_object(
     store: &mut Store,
     info: &ResourceInfo,
     namespace: Option<&str>,
     mut obj: Value,
-    apply_status_rules: bool,
+    from_request: bool,
     manager: Option<&str>,
     operation: &str,
     dry_run: bool,
@@ -346,12 +647,15 @@ pub fn create_object(
             }
             _ => {
                 return Err(ApiError::invalid(format!(
-                    "{} is invalid: metadata.name: Required value: name or generateName is required",
-                    info.kind
+                    "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                    qualified_kind(info)
                 )));
             }
         },
     };
+    if from_request {
+        check_namespace(store, info, &ns, &name)?;
+    }
     let key = ObjectKey {
         resource: info.id.clone(),
         namespace: ns,
@@ -361,7 +665,8 @@ pub fn create_object(
         return Err(ApiError::already_exists(&info.id.qualified_name(), &name));
     }
     stamp_type(info, &mut obj);
-    if apply_status_rules
+    crate::schema::prune_metadata(&mut obj);
+    if from_request
         && info.status_subresource
         && let Some(m) = obj.as_object_mut()
     {
@@ -377,14 +682,38 @@ pub fn create_object(
         ] {
             m.remove(f);
         }
-        if apply_status_rules {
+        if from_request {
             m.remove("creationTimestamp");
         }
+        if info.has_generation() {
+            m.insert("generation".to_owned(), json!(1));
+        } else {
+            m.remove("generation");
+        }
     }
-    managed_fields_entry(&mut obj, manager, operation, &info.id.api_version());
-    check_schema(store, info, &mut obj)?;
+    managed_fields_entry(&mut obj, manager, operation, &info.id.api_version(), true);
+    // The name's errors come first, then the schema's, in one answer.
+    let mut errors = if from_request {
+        name_errors(info, &name)
+    } else {
+        Vec::new()
+    };
+    if let Some(schema) = store.registry.schema(&info.id) {
+        errors.extend(crate::schema::problems(schema, &mut obj));
+    }
+    if !errors.is_empty() {
+        return Err(crate::schema::invalid(info, &name, errors));
+    }
     if dry_run {
+        // Filled as a real create fills them, but not stored: no
+        // resourceVersion.
         set_meta(&mut obj, "uid", json!("dry-run"));
+        if obj
+            .pointer("/metadata/creationTimestamp")
+            .is_none_or(Value::is_null)
+        {
+            set_meta(&mut obj, "creationTimestamp", json!(store::timestamp()));
+        }
         return Ok(obj);
     }
     let owners = store.owners_mut(&key);
@@ -427,16 +756,9 @@ fn strip_for_generation(info: &ResourceInfo, obj: &Value) -> Value {
 }
 
 /// Turns the desired object of a write into the object to store: applies
-/// the status-subresource rules, keeps server-owned metadata, bumps
-/// `generation` when the spec changed, and records the field manager.
-fn finish_write(
-    info: &ResourceInfo,
-    old: &Value,
-    mut new: Value,
-    to_status: bool,
-    manager: Option<&str>,
-    operation: &str,
-) -> Value {
+/// the status-subresource rules, keeps server-owned metadata, and bumps
+/// `generation` when the spec changed.
+fn finish_write(info: &ResourceInfo, old: &Value, mut new: Value, to_status: bool) -> Value {
     if info.status_subresource {
         if to_status {
             let mut merged = old.clone();
@@ -484,14 +806,15 @@ fn finish_write(
         }
     }
     stamp_type(info, &mut new);
-    if strip_for_generation(info, old) != strip_for_generation(info, &new) {
+    crate::schema::prune_metadata(&mut new);
+    if info.has_generation() && strip_for_generation(info, old) != strip_for_generation(info, &new)
+    {
         let g = old
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
         new["metadata"]["generation"] = json!(g + 1);
     }
-    managed_fields_entry(&mut new, manager, operation, &info.id.api_version());
     new
 }
 
@@ -539,10 +862,18 @@ fn check_no_new_finalizers_while_deleting(
             .unwrap_or_default()
     };
     let before = fins(old);
-    if let Some(added) = fins(new).into_iter().find(|f| !before.contains(f)) {
+    let mut added: Vec<String> = fins(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if !added.is_empty() {
+        added.sort();
+        added.dedup();
+        let listed: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
         return Err(ApiError::invalid(format!(
-            "{} \"{name}\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{added}]",
-            info.kind
+            "{} \"{name}\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+            qualified_kind(info),
+            listed.join(", ")
         )));
     }
     Ok(())
@@ -560,6 +891,11 @@ fn commit(
     check_no_new_finalizers_while_deleting(info, &key.name, old, &new)?;
     let mut new = new;
     check_schema(store, info, &mut new)?;
+    // An update that changes nothing takes no fields: its manager gets no
+    // entry (and the write stays a no-op).
+    if changes_content(old, &new) {
+        managed_fields_entry(&mut new, manager, "Update", &info.id.api_version(), true);
+    }
     if dry_run {
         return Ok(new);
     }
@@ -595,9 +931,22 @@ fn comparable(obj: &Value) -> Value {
 /// and the storage layer then skips writing identical bytes and returns
 /// the existing object (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go,
 /// GuaranteedUpdate). So the resourceVersion stays and no watch event is sent.
+///
+/// A write that empties the finalizers of an object being deleted removes
+/// it; the answer is the written object at the resourceVersion it had, as
+/// the generic registry's Update answers then (its DELETED watch event has
+/// a new one).
 fn store_unless_no_op(store: &mut Store, key: ObjectKey, old: &Value, new: Value) -> Value {
     if comparable(old) == comparable(&new) {
         return old.clone();
+    }
+    if is_deleting(&new) && finalizers_empty(&new) {
+        let mut answer = new.clone();
+        store.replace(key, new);
+        if let Some(rv) = old.pointer("/metadata/resourceVersion") {
+            set_meta(&mut answer, "resourceVersion", rv.clone());
+        }
+        return answer;
     }
     store.replace(key, new)
 }
@@ -634,21 +983,14 @@ fn update(
         // (staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresource/strategy.go,
         // staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go, Store.Update).
         return Err(ApiError::invalid(format!(
-            "{}.{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
-            info.kind, info.id.group
+            "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update",
+            info.id.qualified_name()
         )));
     }
     check_rv(info, &name, &old, &desired)?;
     let manager = req.manager();
     let manager = manager.as_deref();
-    let new = finish_write(
-        info,
-        &old,
-        desired,
-        req.subresource.is_some(),
-        manager,
-        "Update",
-    );
+    let new = finish_write(info, &old, desired, req.subresource.is_some());
     let stored = commit(store, info, key, &old, new, manager, req.dry_run())?;
     Ok((200, stored))
 }
@@ -677,10 +1019,13 @@ fn patch(
     let manager = req.manager();
     let manager = manager.as_deref();
     let force = req.flag("force");
-    if kind == PatchKind::Apply && req.param("fieldManager").is_none_or(str::is_empty) {
-        return Err(ApiError::bad_request(
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        ));
+    if kind == PatchKind::Apply {
+        if req.param("fieldManager").is_none_or(str::is_empty) {
+            return Err(ApiError::invalid(
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            ));
+        }
+        check_applied_identity(info, &name, &patch::parse_json(body)?)?;
     }
     let Some(old) = store.get(&key).cloned() else {
         if kind != PatchKind::Apply {
@@ -719,34 +1064,24 @@ fn patch(
     if kind == PatchKind::Apply {
         let applied = patch::parse_json(body)?;
         let mut owners = store.owners(&key);
-        if let Err(conflicts) = patch::claim_applied_fields(
+        let removed = patch::claim_applied_fields(
             &mut owners,
             &old,
             &applied,
             manager.unwrap_or_default(),
             force,
-        ) {
-            return Err(ApiError::conflict(
-                &info.id.qualified_name(),
-                &name,
-                &format!(
-                    "Apply failed with {} conflict(s): conflicts with other field managers: {}",
-                    conflicts.len(),
-                    conflicts.join(", ")
-                ),
-            ));
+        )
+        .map_err(|conflicts| apply_conflict(&old, &conflicts))?;
+        let mut desired = desired;
+        for leaf in &removed {
+            patch::remove_leaf(&mut desired, leaf);
         }
-        let new = finish_write(
-            info,
-            &old,
-            desired,
-            req.subresource.is_some(),
-            manager,
-            "Apply",
-        );
+        let new = finish_write(info, &old, desired, req.subresource.is_some());
         check_no_new_finalizers_while_deleting(info, &name, &old, &new)?;
         let mut new = new;
         check_schema(store, info, &mut new)?;
+        let changed = changes_content(&old, &new);
+        managed_fields_entry(&mut new, manager, "Apply", &info.id.api_version(), changed);
         if req.dry_run() {
             return Ok((200, new));
         }
@@ -754,46 +1089,140 @@ fn patch(
         *store.owners_mut(&key) = owners;
         return Ok((200, store_unless_no_op(store, key, &old, new)));
     }
-    let new = finish_write(
-        info,
-        &old,
-        desired,
-        req.subresource.is_some(),
-        manager,
-        "Update",
-    );
+    let new = finish_write(info, &old, desired, req.subresource.is_some());
     let stored = commit(store, info, key, &old, new, manager, req.dry_run())?;
     Ok((200, stored))
 }
 
+/// An applied configuration names the object and type of the URL
+/// (`400` otherwise, as kube-apiserver's apply patcher answers).
+fn check_applied_identity(
+    info: &ResourceInfo,
+    name: &str,
+    applied: &Value,
+) -> Result<(), ApiError> {
+    if let Some(body_name) = applied.pointer("/metadata/name").and_then(Value::as_str)
+        && body_name != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let api_version = applied["apiVersion"].as_str().unwrap_or_default();
+    let kind = applied["kind"].as_str().unwrap_or_default();
+    if api_version != info.id.api_version() || kind != info.kind {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={kind}"
+        )));
+    }
+    Ok(())
+}
+
+/// The `409` of an apply that conflicts, worded as kube-apiserver's
+/// field manager words it (`getConflictMessage`,
+/// staging/src/k8s.io/apimachinery/pkg/util/managedfields/internal/conflict.go):
+/// a manager that only updated is shown with its apiVersion.
+fn apply_conflict(current: &Value, conflicts: &[patch::Conflict]) -> ApiError {
+    let entries = current
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let shown = |manager: &str| {
+        let mine = entries.iter().filter(|e| e["manager"] == json!(manager));
+        let applied = mine.clone().any(|e| e["operation"] == json!("Apply"));
+        match mine.clone().find(|e| e["operation"] == json!("Update")) {
+            Some(update) if !applied => format!(
+                "{manager:?} using {}",
+                update["apiVersion"].as_str().unwrap_or_default()
+            ),
+            _ => format!("{manager:?}"),
+        }
+    };
+    let message = if let [only] = conflicts {
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            shown(&only.manager),
+            patch::field_path(&only.path)
+        )
+    } else {
+        let mut by_manager: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for conflict in conflicts {
+            by_manager
+                .entry(conflict.manager.as_str())
+                .or_default()
+                .push(patch::field_path(&conflict.path));
+        }
+        let mut lines = Vec::new();
+        for (manager, paths) in by_manager {
+            lines.push(format!("conflicts with {}:", shown(manager)));
+            lines.extend(paths.into_iter().map(|p| format!("- {p}")));
+        }
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.len(),
+            lines.join("\n")
+        )
+    };
+    ApiError::new(409, "Conflict", message)
+}
+
+/// Deletes one object: the object (its last state), and whether it is gone
+/// now (`false` while finalizers hold it).
 fn delete_one(
     store: &mut Store,
     info: &ResourceInfo,
     key: ObjectKey,
     dry_run: bool,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, bool), ApiError> {
     let old = store
         .get(&key)
         .cloned()
         .ok_or_else(|| ApiError::not_found(&info.id.qualified_name(), &key.name))?;
     if finalizers_empty(&old) {
         if dry_run {
-            return Ok(old);
+            return Ok((old, true));
         }
         return store
             .remove(&key, None)
+            .map(|gone| (gone, true))
             .ok_or_else(|| ApiError::not_found(&info.id.qualified_name(), &key.name));
     }
     if is_deleting(&old) {
-        return Ok(old);
+        return Ok((old, false));
     }
     let mut new = old.clone();
     set_meta(&mut new, "deletionTimestamp", json!(store::timestamp()));
     set_meta(&mut new, "deletionGracePeriodSeconds", json!(0));
     if dry_run {
-        return Ok(new);
+        return Ok((new, false));
     }
-    Ok(store.replace(key, new))
+    Ok((store.replace(key, new), false))
+}
+
+/// What a DELETE that removed the object answers: the object for the
+/// types whose registry returns it
+/// ([`ResourceInfo::returns_deleted_object`]), else a `Status` of
+/// `Success` naming it (the generic registry's `finalizeDelete`).
+fn deleted_answer(info: &ResourceInfo, object: Value) -> Value {
+    if info.returns_deleted_object() {
+        return object;
+    }
+    let mut details = serde_json::Map::new();
+    details.insert("name".to_owned(), object["metadata"]["name"].clone());
+    if !info.id.group.is_empty() {
+        details.insert("group".to_owned(), json!(info.id.group));
+    }
+    details.insert("kind".to_owned(), json!(info.id.plural));
+    details.insert("uid".to_owned(), object["metadata"]["uid"].clone());
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
 }
 
 fn delete(
@@ -812,9 +1241,21 @@ fn delete(
             .get(&key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(&info.id.qualified_name(), name))?;
-        for (field, path) in [
-            ("resourceVersion", "/metadata/resourceVersion"),
-            ("uid", "/metadata/uid"),
+        // The UID first, then the resourceVersion; the resource is named by
+        // its kind (staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go).
+        for (field, path, word, why) in [
+            (
+                "uid",
+                "/metadata/uid",
+                "UID",
+                "The object might have been deleted and then recreated",
+            ),
+            (
+                "resourceVersion",
+                "/metadata/resourceVersion",
+                "ResourceVersion",
+                "The object might have been modified",
+            ),
         ] {
             if let Some(want) = opts
                 .pointer(&format!("/preconditions/{field}"))
@@ -822,10 +1263,10 @@ fn delete(
                 && current.pointer(path).and_then(Value::as_str) != Some(want)
             {
                 return Err(ApiError::conflict(
-                    &info.id.qualified_name(),
+                    &qualified_kind(info),
                     name,
                     &format!(
-                        "Precondition failed: {field} in precondition: {want}, {field} in object meta: {}",
+                        "the {word} in the precondition ({want}) does not match the {word} in record ({}). {why}",
                         current
                             .pointer(path)
                             .and_then(Value::as_str)
@@ -835,8 +1276,15 @@ fn delete(
             }
         }
     }
-    let deleted = delete_one(store, info, key, req.dry_run())?;
-    Ok((200, deleted))
+    let (deleted, gone) = delete_one(store, info, key, req.dry_run())?;
+    Ok((
+        200,
+        if gone {
+            deleted_answer(info, deleted)
+        } else {
+            deleted
+        },
+    ))
 }
 
 fn delete_collection(
@@ -860,7 +1308,7 @@ fn delete_collection(
                 .unwrap_or_default()
                 .to_owned(),
         };
-        out.push(delete_one(store, info, key, req.dry_run())?);
+        out.push(delete_one(store, info, key, req.dry_run())?.0);
     }
     Ok((200, list_body(info, store.resource_version(), out)))
 }

@@ -1,21 +1,33 @@
 //! Patch application and the server-side-apply approximation.
 //!
 //! * `application/merge-patch+json`: RFC 7386 JSON merge patch.
-//! * `application/strategic-merge-patch+json`: approximated as a merge patch
-//!   (lists are replaced, not merged by key; `$patch` directives are not
-//!   interpreted).
+//! * `application/strategic-merge-patch+json`: strategic merge as
+//!   `k8s.io/apimachinery/pkg/util/strategicpatch` does it, with the list
+//!   strategies of ObjectMeta, which every kind shares: `finalizers` merge
+//!   as a set of strings, `ownerReferences` merge by `uid`, in the order the
+//!   real merge gives (the patch's items, with the server's other items
+//!   placed by their order on the server). The directives `$patch`
+//!   (`replace`, `delete`, `merge` in maps; `replace`, `delete` in merged
+//!   lists), `$retainKeys`, `$deleteFromPrimitiveList/<field>` and
+//!   `$setElementOrder/<field>` are interpreted. Other lists (a Pod's
+//!   `containers`, a Node's `taints`, ...) are replaced, as a merge patch
+//!   replaces them; kube-apiserver merges those by their keys too.
 //! * `application/json-patch+json`: RFC 6902 JSON patch.
 //! * `application/apply-patch+yaml`: server-side apply approximated as a
 //!   merge patch that creates the object when missing, plus per-leaf field
-//!   ownership: applying a different value to a leaf owned by another field
-//!   manager without `force=true` is a `409 Conflict`, as on a real API
-//!   server. Fields the manager applied earlier but omits now are not removed,
-//!   and lists are owned atomically. Updates and patches with a
-//!   `fieldManager` take ownership of the leaves they change, and
-//!   `metadata.managedFields[].fieldsV1` shows each manager's leaves. The body must be JSON (kube-rs sends
-//!   apply patches as JSON, which is valid YAML).
+//!   ownership, as on a real API server: applying a different value to a
+//!   leaf owned by another field manager without `force=true` is a
+//!   `409 Conflict`; applying the value a leaf has shares its ownership;
+//!   a leaf the manager applied earlier but omits now loses that manager,
+//!   and is removed when no manager owns it any more. Lists are owned
+//!   atomically (kube-apiserver merges `x-kubernetes-list-type: map` and
+//!   `set` lists item by item). Updates and patches with a `fieldManager`
+//!   take ownership of the leaves they change, and
+//!   `metadata.managedFields[].fieldsV1` shows each manager's leaves. The
+//!   body must be JSON (kube-rs sends apply patches as JSON, which is valid
+//!   YAML).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -58,7 +70,16 @@ impl PatchKind {
 pub fn apply_patch(kind: PatchKind, current: &Value, body: &[u8]) -> Result<Value, ApiError> {
     let mut doc = current.clone();
     match kind {
-        PatchKind::Merge | PatchKind::StrategicMerge | PatchKind::Apply => {
+        PatchKind::StrategicMerge => {
+            let patch: Value = parse_json(body)?;
+            let (Value::Object(original), Value::Object(patch)) = (&doc, &patch) else {
+                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+            };
+            doc = Value::Object(
+                strategic_merge_map(original, patch, &mut Vec::new())?.unwrap_or_default(),
+            );
+        }
+        PatchKind::Merge | PatchKind::Apply => {
             let patch: Value = parse_json(body)?;
             if !patch.is_object() {
                 return Err(ApiError::bad_request("a merge patch must be a JSON object"));
@@ -76,14 +97,243 @@ pub fn apply_patch(kind: PatchKind, current: &Value, body: &[u8]) -> Result<Valu
     Ok(doc)
 }
 
+/// How a list merges in a strategic merge patch: `None` for lists that are
+/// replaced; `Some(None)` for lists of strings merged as a set;
+/// `Some(Some(key))` for lists of objects merged by `key`.
+fn list_strategy(path: &[String]) -> Option<Option<&'static str>> {
+    match path {
+        [meta, field] if meta == "metadata" && field == "finalizers" => Some(None),
+        [meta, field] if meta == "metadata" && field == "ownerReferences" => Some(Some("uid")),
+        _ => None,
+    }
+}
+
+const DIRECTIVE: &str = "$patch";
+const RETAIN_KEYS: &str = "$retainKeys";
+const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
+const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
+
+fn bad_directive(value: &Value) -> ApiError {
+    ApiError::bad_request(format!("Unknown patch type: {value}"))
+}
+
+/// Strategic merge of `patch` into the map `original` at `path`; `None`
+/// when a `$patch: delete` directive removes the map.
+fn strategic_merge_map(
+    original: &serde_json::Map<String, Value>,
+    patch: &serde_json::Map<String, Value>,
+    path: &mut Vec<String>,
+) -> Result<Option<serde_json::Map<String, Value>>, ApiError> {
+    match patch.get(DIRECTIVE) {
+        None => {}
+        Some(Value::String(d)) if d == "merge" => {}
+        Some(Value::String(d)) if d == "delete" => return Ok(None),
+        Some(Value::String(d)) if d == "replace" => {
+            let mut replaced = patch.clone();
+            replaced.remove(DIRECTIVE);
+            return Ok(Some(replaced));
+        }
+        Some(other) => return Err(bad_directive(other)),
+    }
+    let mut result = original.clone();
+    if let Some(keep) = patch.get(RETAIN_KEYS).and_then(Value::as_array) {
+        result.retain(|k, _| {
+            keep.iter().any(|kept| kept.as_str() == Some(k)) || patch.contains_key(k)
+        });
+    }
+    for (key, value) in patch {
+        if let Some(field) = key.strip_prefix(DELETE_FROM_PRIMITIVE_LIST)
+            && let (Some(Value::Array(list)), Value::Array(remove)) = (result.get_mut(field), value)
+        {
+            list.retain(|item| !remove.contains(item));
+        }
+    }
+    for (key, value) in patch {
+        if key.starts_with('$') {
+            continue;
+        }
+        path.push(key.clone());
+        let merged = match (result.get(key), value) {
+            (_, Value::Null) => None,
+            (Some(Value::Object(o)), Value::Object(p)) => {
+                strategic_merge_map(o, p, path)?.map(Value::Object)
+            }
+            (None | Some(_), Value::Object(p)) => {
+                strategic_merge_map(&serde_json::Map::new(), p, path)?.map(Value::Object)
+            }
+            (current, Value::Array(p)) => match list_strategy(path) {
+                Some(merge_key) => {
+                    let empty = Vec::new();
+                    let original = match current {
+                        Some(Value::Array(o)) => o,
+                        _ => &empty,
+                    };
+                    let order = patch
+                        .get(&format!("{SET_ELEMENT_ORDER}{key}"))
+                        .and_then(Value::as_array);
+                    Some(Value::Array(strategic_merge_list(
+                        original, p, merge_key, order, path,
+                    )?))
+                }
+                None => Some(value.clone()),
+            },
+            (_, other) => Some(other.clone()),
+        };
+        path.pop();
+        match merged {
+            Some(v) => {
+                result.insert(key.clone(), v);
+            }
+            None => {
+                result.remove(key);
+            }
+        }
+    }
+    Ok(Some(result))
+}
+
+/// The identity of a list item: its merge key's value, or the item.
+fn identity<'a>(item: &'a Value, merge_key: Option<&str>) -> Option<&'a Value> {
+    match merge_key {
+        Some(key) => item.get(key),
+        None => Some(item),
+    }
+}
+
+fn position(list: &[Value], item: &Value, merge_key: Option<&str>) -> Option<usize> {
+    let id = identity(item, merge_key)?;
+    list.iter().position(|x| identity(x, merge_key) == Some(id))
+}
+
+/// `mergeSlice` and `normalizeElementOrder` of the real strategic merge.
+fn strategic_merge_list(
+    original: &[Value],
+    patch: &[Value],
+    merge_key: Option<&str>,
+    order: Option<&Vec<Value>>,
+    path: &mut Vec<String>,
+) -> Result<Vec<Value>, ApiError> {
+    let mut merged: Vec<Value> = original.to_vec();
+    let mut patch_items: Vec<Value> = Vec::new();
+    match merge_key {
+        None => {
+            for item in patch {
+                if !merged.contains(item) {
+                    merged.push(item.clone());
+                }
+                patch_items.push(item.clone());
+            }
+        }
+        Some(key) => {
+            for item in patch {
+                let Value::Object(fields) = item else {
+                    return Err(ApiError::bad_request(format!(
+                        "the list at {} must hold objects",
+                        path.join(".")
+                    )));
+                };
+                match fields.get(DIRECTIVE) {
+                    Some(Value::String(d)) if d == "replace" => {
+                        let rest: Vec<Value> = patch
+                            .iter()
+                            .filter(|i| i.get(DIRECTIVE).is_none())
+                            .cloned()
+                            .collect();
+                        return Ok(rest);
+                    }
+                    Some(Value::String(d)) if d == "delete" => {
+                        let id = fields.get(key).ok_or_else(|| {
+                            ApiError::bad_request(format!(
+                                "map: {item} does not contain declared merge key: {key}"
+                            ))
+                        })?;
+                        merged.retain(|x| x.get(key) != Some(id));
+                        continue;
+                    }
+                    Some(other) => return Err(bad_directive(other)),
+                    None => {}
+                }
+                if !fields.contains_key(key) {
+                    return Err(ApiError::bad_request(format!(
+                        "map: {item} does not contain declared merge key: {key}"
+                    )));
+                }
+                match position(&merged, item, merge_key) {
+                    Some(at) => {
+                        if let Value::Object(existing) = &merged[at] {
+                            let existing = existing.clone();
+                            merged[at] = Value::Object(
+                                strategic_merge_map(&existing, fields, path)?.unwrap_or_default(),
+                            );
+                        }
+                    }
+                    None => merged.push(item.clone()),
+                }
+                patch_items.push(item.clone());
+            }
+        }
+    }
+    let patch_order: &[Value] = order.map_or(&patch_items, |o| o.as_slice());
+    let (mut from_patch, mut server_only): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|item| position(patch_order, item, merge_key).is_some());
+    from_patch.sort_by_key(|item| position(patch_order, item, merge_key));
+    server_only.sort_by_key(|item| position(original, item, merge_key));
+    // mergeSortedSlice: a server-only item goes before a patch item when
+    // both are on the server and it comes first there.
+    let mut out = Vec::with_capacity(from_patch.len() + server_only.len());
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        from_patch.into_iter().peekable(),
+    );
+    loop {
+        match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => {
+                let first = match (
+                    position(original, l, merge_key),
+                    position(original, r, merge_key),
+                ) {
+                    (Some(li), Some(ri)) => li < ri,
+                    _ => false,
+                };
+                let next = if first { left.next() } else { right.next() };
+                out.extend(next);
+            }
+            (Some(_), None) => out.extend(left.next()),
+            (None, Some(_)) => out.extend(right.next()),
+            (None, None) => break,
+        }
+    }
+    Ok(out)
+}
+
 /// Parses a request body as JSON with a Kubernetes-style 400 on failure.
 pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
-/// Field ownership of one object: leaf JSON pointer (`/spec/holderIdentity`) → manager.
-pub type Owners = BTreeMap<String, String>;
+/// Field ownership of one object: leaf JSON pointer (`/spec/holderIdentity`)
+/// → the managers owning it.
+pub type Owners = BTreeMap<String, BTreeSet<String>>;
+
+/// A leaf an apply would change that another manager owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The leaf, as a JSON pointer.
+    pub path: String,
+    /// The manager owning it.
+    pub manager: String,
+}
+
+/// The leaf as structured-merge-diff prints a field path (`.data.owner`).
+pub fn field_path(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|segment| format!(".{}", unescape(segment)))
+        .collect()
+}
 
 /// Paths never owned by a field manager: identity and server-set metadata.
 const UNOWNED: &[&str] = &[
@@ -137,50 +387,93 @@ pub fn leaves(value: &Value) -> Vec<(String, &Value)> {
     out
 }
 
-/// Server-side-apply ownership check and update: the leaves in `applied`
-/// owned by another manager whose value would change conflict unless
-/// `force`. On success `manager` owns every applied leaf.
+/// Server-side-apply ownership check and update. The leaves in `applied`
+/// whose value would change and that another manager owns conflict
+/// unless `force` (which takes them from their owners). On success
+/// `manager` owns every applied leaf (sharing those whose value stays with
+/// their other owners) and no longer owns the leaves it omits; the
+/// returned leaves are owned by nobody now and are to be removed from the
+/// object.
 pub fn claim_applied_fields(
     owners: &mut Owners,
     current: &Value,
     applied: &Value,
     manager: &str,
     force: bool,
-) -> Result<(), Vec<String>> {
-    let applied_leaves: Vec<(String, &Value)> = leaves(applied)
+) -> Result<Vec<String>, Vec<Conflict>> {
+    let applied_leaves: BTreeMap<String, &Value> = leaves(applied)
         .into_iter()
         .filter(|(_, v)| !v.is_null())
         .collect();
     if !force {
-        let conflicts: Vec<String> = applied_leaves
+        let conflicts: Vec<Conflict> = applied_leaves
             .iter()
-            .filter(|(path, v)| {
-                owners.get(path).is_some_and(|owner| owner != manager)
-                    && current.pointer(path) != Some(*v)
-            })
-            .map(|(path, _)| {
-                format!(
-                    "{path} (owned by {:?})",
-                    owners.get(path).cloned().unwrap_or_default()
-                )
+            .filter(|(path, v)| current.pointer(path) != Some(**v))
+            .flat_map(|(path, _)| {
+                owners
+                    .get(path)
+                    .into_iter()
+                    .flatten()
+                    .filter(|owner| *owner != manager)
+                    .map(|owner| Conflict {
+                        path: path.clone(),
+                        manager: owner.clone(),
+                    })
             })
             .collect();
         if !conflicts.is_empty() {
             return Err(conflicts);
         }
     }
-    for (path, _) in applied_leaves {
-        owners.insert(path, manager.to_owned());
+    for (path, value) in &applied_leaves {
+        let set = owners.entry(path.clone()).or_default();
+        if current.pointer(path) != Some(*value) {
+            set.clear();
+        }
+        set.insert(manager.to_owned());
     }
-    Ok(())
+    let mut removed = Vec::new();
+    for (path, set) in owners.iter_mut() {
+        if !applied_leaves.contains_key(path) && set.remove(manager) && set.is_empty() {
+            removed.push(path.clone());
+        }
+    }
+    owners.retain(|_, set| !set.is_empty());
+    Ok(removed)
+}
+
+/// Removes the leaf at `pointer` from `object`, and the objects it leaves
+/// empty (but the root and `metadata`).
+pub fn remove_leaf(object: &mut Value, pointer: &str) {
+    let segments: Vec<String> = pointer.split('/').skip(1).map(unescape).collect();
+    fn walk(node: &mut Value, segments: &[String], depth: usize) {
+        let Some((first, rest)) = segments.split_first() else {
+            return;
+        };
+        let Some(map) = node.as_object_mut() else {
+            return;
+        };
+        if rest.is_empty() {
+            map.remove(first);
+            return;
+        }
+        if let Some(child) = map.get_mut(first) {
+            walk(child, rest, depth + 1);
+            let empty = child.as_object().is_some_and(serde_json::Map::is_empty);
+            if empty && !(depth == 0 && first == "metadata") {
+                map.remove(first);
+            }
+        }
+    }
+    walk(object, &segments, 0);
 }
 
 /// Ownership after a non-apply write, as an `Update` operation records it
 /// on a real API server: every leaf the write added or changed is owned by
-/// `manager`; leaves that were removed, or changed without a manager, lose
-/// their owner.
+/// `manager` alone; leaves that were removed, or changed without a
+/// manager, lose their owners.
 pub fn record_update(owners: &mut Owners, old: &Value, new: &Value, manager: Option<&str>) {
-    owners.retain(|path, owner| {
+    owners.retain(|path, set| {
         let before = old.pointer(path);
         let after = new.pointer(path);
         if before == after {
@@ -188,7 +481,7 @@ pub fn record_update(owners: &mut Owners, old: &Value, new: &Value, manager: Opt
         }
         match (after, manager) {
             (Some(v), Some(m)) if !v.is_null() => {
-                m.clone_into(owner);
+                *set = BTreeSet::from([m.to_owned()]);
                 true
             }
             _ => false,
@@ -197,7 +490,7 @@ pub fn record_update(owners: &mut Owners, old: &Value, new: &Value, manager: Opt
     if let Some(m) = manager {
         for (path, v) in leaves(new) {
             if !v.is_null() && old.pointer(&path) != Some(v) {
-                owners.insert(path, m.to_owned());
+                owners.insert(path, BTreeSet::from([m.to_owned()]));
             }
         }
     }
@@ -207,7 +500,7 @@ pub fn record_update(owners: &mut Owners, old: &Value, new: &Value, manager: Opt
 /// leaves `manager` owns.
 pub fn fields_v1(owners: &Owners, manager: &str) -> Value {
     let mut root = serde_json::Map::new();
-    for (path, _) in owners.iter().filter(|(_, m)| *m == manager) {
+    for (path, _) in owners.iter().filter(|(_, m)| m.contains(manager)) {
         let mut node = &mut root;
         for seg in path.split('/').skip(1) {
             let entry = node
@@ -263,17 +556,17 @@ mod tests {
             false,
         )
         .unwrap();
-        // same value: no conflict (shared ownership approximated as takeover)
-        assert!(
-            claim_applied_fields(
-                &mut owners.clone(),
-                &cur,
-                &json!({"spec": {"holder": "a"}}),
-                "mb",
-                false
-            )
-            .is_ok()
-        );
+        // The same value: no conflict, the ownership is shared.
+        let mut shared = owners.clone();
+        claim_applied_fields(
+            &mut shared,
+            &cur,
+            &json!({"spec": {"holder": "a"}}),
+            "mb",
+            false,
+        )
+        .unwrap();
+        assert_eq!(shared["/spec/holder"].len(), 2);
         let err = claim_applied_fields(
             &mut owners,
             &cur,
@@ -291,12 +584,26 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(owners["/spec/holder"], "mb");
+        assert_eq!(owners["/spec/holder"], BTreeSet::from(["mb".to_owned()]));
+        // What mb omits now, nobody owns: it is to be removed.
+        let removed = claim_applied_fields(
+            &mut owners,
+            &json!({"spec": {"holder": "b"}}),
+            &json!({"spec": {"other": 1}}),
+            "mb",
+            false,
+        )
+        .unwrap();
+        assert_eq!(removed, ["/spec/holder"]);
+        let mut object = json!({"metadata": {}, "spec": {"holder": "b"}});
+        remove_leaf(&mut object, "/spec/holder");
+        assert_eq!(object, json!({"metadata": {}}));
     }
 
     #[test]
     fn update_that_removes_a_field_drops_its_owner() {
-        let mut owners = Owners::from([("/spec/holder".to_owned(), "ma".to_owned())]);
+        let mut owners =
+            Owners::from([("/spec/holder".to_owned(), BTreeSet::from(["ma".to_owned()]))]);
         record_update(
             &mut owners,
             &json!({"spec": {"holder": "a"}}),
@@ -321,7 +628,14 @@ mod tests {
         let err = claim_applied_fields(&mut owners, &new, &applied, "other", false).unwrap_err();
         assert_eq!(
             err,
-            vec!["/metadata/labels/app.kubernetes.io~1name (owned by \"queue\")".to_string()]
+            vec![Conflict {
+                path: "/metadata/labels/app.kubernetes.io~1name".to_owned(),
+                manager: "queue".to_owned()
+            }]
+        );
+        assert_eq!(
+            field_path(&err[0].path),
+            ".metadata.labels.app.kubernetes.io/name"
         );
     }
 

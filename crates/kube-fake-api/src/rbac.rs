@@ -131,11 +131,7 @@ impl Rbac {
     /// Whether `user` (`system:serviceaccount:<ns>:<name>` or a user name)
     /// may make `req` on `info`.
     pub fn allows(&self, user: &str, req: &ApiRequest, info: &ResourceInfo) -> bool {
-        let namespace = if info.namespaced {
-            req.namespace.as_deref()
-        } else {
-            None
-        };
+        let namespace = request_namespace(req, info);
         let name = match req.verb {
             crate::Verb::List | crate::Verb::Watch => req
                 .param("fieldSelector")
@@ -169,6 +165,20 @@ impl Rbac {
                     name.as_deref(),
                 )
             })
+    }
+}
+
+/// The namespace RBAC sees a request in: the path's for namespaced types,
+/// and a Namespace's own name for a request naming it (the request-info
+/// resolver sets it so, staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go),
+/// so a RoleBinding in `x` can grant `get` on the Namespace `x`.
+pub fn request_namespace<'a>(req: &'a ApiRequest, info: &ResourceInfo) -> Option<&'a str> {
+    if info.namespaced {
+        req.namespace.as_deref()
+    } else if info.id.group.is_empty() && info.id.plural == "namespaces" {
+        req.name.as_deref()
+    } else {
+        None
     }
 }
 

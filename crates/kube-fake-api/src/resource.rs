@@ -105,6 +105,155 @@ impl ResourceInfo {
         Self { custom, ..self }
     }
 
+    /// Whether kube-apiserver keeps `metadata.generation` for this type:
+    /// custom resources and the built-in types whose strategy sets it
+    /// (`pkg/registry/*/strategy.go`, `PrepareForCreate`: Deployments,
+    /// Pods, Jobs, ...). ConfigMaps, Secrets, Leases, Events, Namespaces,
+    /// Nodes and Services have none.
+    pub fn has_generation(&self) -> bool {
+        const WITH_GENERATION: &[(&str, &str)] = &[
+            ("", "pods"),
+            ("", "podtemplates"),
+            ("", "replicationcontrollers"),
+            ("apps", "daemonsets"),
+            ("apps", "deployments"),
+            ("apps", "replicasets"),
+            ("apps", "statefulsets"),
+            ("autoscaling", "horizontalpodautoscalers"),
+            ("batch", "cronjobs"),
+            ("batch", "jobs"),
+            ("discovery.k8s.io", "endpointslices"),
+            ("networking.k8s.io", "ingressclasses"),
+            ("networking.k8s.io", "ingresses"),
+            ("networking.k8s.io", "networkpolicies"),
+            ("policy", "poddisruptionbudgets"),
+            ("scheduling.k8s.io", "priorityclasses"),
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            (
+                "admissionregistration.k8s.io",
+                "mutatingwebhookconfigurations",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicies",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicybindings",
+            ),
+            ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+            (
+                "flowcontrol.apiserver.k8s.io",
+                "prioritylevelconfigurations",
+            ),
+            ("resource.k8s.io", "deviceclasses"),
+            ("resource.k8s.io", "resourceslices"),
+        ];
+        self.custom
+            || WITH_GENERATION
+                .iter()
+                .any(|(group, plural)| self.id.group == *group && self.id.plural == *plural)
+    }
+
+    /// Whether a DELETE that removes the object at once answers with the
+    /// object (`ReturnDeletedObject` in the type's registry,
+    /// `pkg/registry/*/storage/storage.go`: Pods, Services, Namespaces,
+    /// ...) rather than a `Status` of `Success`, as it does for
+    /// ConfigMaps, Secrets, Leases, Nodes, Deployments and custom resources.
+    pub fn returns_deleted_object(&self) -> bool {
+        const RETURNING: &[(&str, &str)] = &[
+            ("", "namespaces"),
+            ("", "persistentvolumeclaims"),
+            ("", "persistentvolumes"),
+            ("", "pods"),
+            ("", "podtemplates"),
+            ("", "resourcequotas"),
+            ("", "serviceaccounts"),
+            ("", "services"),
+            ("storage.k8s.io", "csidrivers"),
+            ("storage.k8s.io", "csinodes"),
+            ("storage.k8s.io", "storageclasses"),
+            ("storage.k8s.io", "volumeattachments"),
+            ("storage.k8s.io", "volumeattributesclasses"),
+        ];
+        !self.custom
+            && (self.id.group == "resource.k8s.io"
+                || RETURNING
+                    .iter()
+                    .any(|(group, plural)| self.id.group == *group && self.id.plural == *plural))
+    }
+
+    /// The fields a `fieldSelector` may name for this type, and how
+    /// kube-apiserver refuses another: its field label conversion
+    /// (`pkg/apis/core/v1/conversion.go`; the default one,
+    /// `runtime.DefaultMetaV1FieldSelectorConversion`, takes the name and
+    /// namespace only). `None`: any field (a type the stand-in does not
+    /// know; kube-apiserver would be stricter).
+    pub fn field_selector_check(&self, field: &str) -> Option<Result<(), String>> {
+        const POD: &[&str] = &[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+            "spec.host",
+        ];
+        const EVENT: &[&str] = &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        ];
+        let special: Option<&[&str]> = match (self.id.group.as_str(), self.id.plural.as_str()) {
+            ("", "pods") => Some(POD),
+            ("", "nodes") => Some(&["metadata.name", "spec.unschedulable"]),
+            ("", "events") => Some(EVENT),
+            ("", "namespaces") => Some(&["status.phase", "metadata.name"]),
+            ("", "secrets") => Some(&["type", "metadata.namespace", "metadata.name"]),
+            ("", "services") => Some(&[
+                "metadata.namespace",
+                "metadata.name",
+                "spec.clusterIP",
+                "spec.type",
+            ]),
+            ("", "replicationcontrollers") => {
+                Some(&["metadata.name", "metadata.namespace", "status.replicas"])
+            }
+            // Custom resources: the name and namespace (and a CRD's
+            // selectableFields, which the stand-in does not read).
+            _ if self.custom => Some(&["metadata.name", "metadata.namespace"]),
+            ("", _) | ("apps" | "coordination.k8s.io", _) => None,
+            _ => return None,
+        };
+        Some(match special {
+            Some(allowed) if allowed.contains(&field) => Ok(()),
+            Some(_) => Err(format!("field label not supported: {field}")),
+            None if matches!(field, "metadata.name" | "metadata.namespace") => Ok(()),
+            None => Err(format!(
+                "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )),
+        })
+    }
+
     /// The resource for a kube [`Resource`](kube::Resource) type with a
     /// static dynamic type (k8s-openapi types and `#[derive(CustomResource)]`).
     pub fn of<K: kube::Resource<DynamicType = ()>>(namespaced: bool) -> Self {

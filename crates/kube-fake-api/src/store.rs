@@ -75,6 +75,7 @@ pub struct Store {
     compacted_rv: u64,
     history_limit: usize,
     events: broadcast::Sender<Arc<StoredEvent>>,
+    namespaces_required: bool,
 }
 
 fn now_string() -> String {
@@ -103,6 +104,7 @@ impl Store {
             compacted_rv: 0,
             history_limit: DEFAULT_HISTORY_LIMIT,
             events,
+            namespaces_required: false,
         }
     }
 
@@ -124,6 +126,17 @@ impl Store {
         self.rv
     }
 
+    /// Whether a namespaced object may only be created in a Namespace that
+    /// exists (see [`crate::FakeApi::require_namespaces`]).
+    pub fn namespaces_required(&self) -> bool {
+        self.namespaces_required
+    }
+
+    /// Sets [`Store::namespaces_required`].
+    pub fn set_namespaces_required(&mut self, required: bool) {
+        self.namespaces_required = required;
+    }
+
     /// Sets how many events are kept for watch replay.
     pub fn set_history_limit(&mut self, limit: usize) {
         self.history_limit = limit.max(1);
@@ -143,6 +156,36 @@ impl Store {
         self.objects.iter().filter(move |(k, _)| {
             &k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
         })
+    }
+
+    /// The objects of `resource` as they were at resourceVersion `rv`,
+    /// rebuilt by undoing the newer events of the history; `None` when the
+    /// history no longer reaches back to `rv` (compacted). This is what a
+    /// list at an older resourceVersion (a continue token,
+    /// `resourceVersionMatch=Exact`) reads, as etcd serves it at that
+    /// revision.
+    pub fn snapshot(&self, resource: &ResourceId, rv: u64) -> Option<BTreeMap<ObjectKey, Value>> {
+        if rv < self.compacted_rv {
+            return None;
+        }
+        let mut objects: BTreeMap<ObjectKey, Value> = self
+            .list(resource, None)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for event in self.history.iter().rev().take_while(|e| e.rv > rv) {
+            if event.key.resource != *resource {
+                continue;
+            }
+            match (&event.kind, &event.previous) {
+                (EventType::Added, _) | (_, None) => {
+                    objects.remove(&event.key);
+                }
+                (EventType::Modified | EventType::Deleted, Some(previous)) => {
+                    objects.insert(event.key.clone(), previous.clone());
+                }
+            }
+        }
+        Some(objects)
     }
 
     /// Mutable access to the field ownership of `key`.
@@ -192,8 +235,9 @@ impl Store {
         let _ = self.events.send(event);
     }
 
-    /// Stores a new object, filling uid, creationTimestamp, generation and
-    /// resourceVersion. The caller has checked that `key` is free.
+    /// Stores a new object, filling uid, creationTimestamp and
+    /// resourceVersion (the caller sets `generation` where the type has
+    /// one). The caller has checked that `key` is free.
     pub fn insert(&mut self, key: ObjectKey, mut object: Value) -> Value {
         let rv = self.next_rv();
         self.uid_counter += 1;
@@ -205,7 +249,6 @@ impl Store {
         {
             set_meta(&mut object, "creationTimestamp", json!(now_string()));
         }
-        set_meta(&mut object, "generation", json!(1));
         set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
         self.objects.insert(key.clone(), object.clone());
         self.record(StoredEvent {

@@ -92,14 +92,15 @@ pub fn start(
     drop_after: Option<Duration>,
 ) -> Result<WatchStart, ApiError> {
     let info = handlers::resolve(store, req)?;
+    let (labels, fields) = handlers::selectors(&info, req)?;
     let spec = WatchSpec {
         namespace: if info.namespaced {
             req.namespace.clone()
         } else {
             None
         },
-        labels: LabelSelector::parse(req.param("labelSelector").unwrap_or_default())?,
-        fields: FieldSelector::parse(req.param("fieldSelector").unwrap_or_default())?,
+        labels,
+        fields,
         bookmarks: req.flag("allowWatchBookmarks"),
         timeout: req
             .param("timeoutSeconds")
