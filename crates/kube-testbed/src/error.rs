@@ -106,12 +106,6 @@ pub enum Error {
         /// The last lines of its log.
         log_tail: String,
     },
-    /// A component was asked for that this bed did not start.
-    #[error("{component} is not running in this bed (start it with the builder's option)")]
-    NotStarted {
-        /// The component.
-        component: Component,
-    },
     /// A Kubernetes API call failed.
     #[error("{context}: {source}")]
     Kube {
