@@ -71,6 +71,7 @@
 
 mod admission;
 mod cli;
+pub mod deploy;
 mod error;
 mod kubeconfig;
 mod locate;
