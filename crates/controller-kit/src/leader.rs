@@ -5,6 +5,21 @@
 //! Lease state: losing it fires the shutdown token with
 //! [`ShutdownReason::LeaseLost`], whose exit code is non-zero, so the
 //! controller stops acting at once and the process restarts as a follower.
+//!
+//! Failing to renew counts as losing it. kube-lease-manager reports a
+//! Lease taken by another replica, but when its renewals fail (kube-apiserver
+//! unreachable, the ServiceAccount's token revoked or its namespace deleted)
+//! it only logs and retries, and would keep this replica leading forever.
+//! So the client it renews through records when a write to the Lease last
+//! succeeded, and the monitor steps down once none has for
+//! [`renewal_deadline`]: before the Lease, as last written, can expire and
+//! pass to another replica.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
@@ -73,6 +88,7 @@ pub async fn acquire_leadership(
     config: &LeaderElectionConfig,
     shutdown: &Shutdown,
 ) -> Result<Option<LeaderGuard>, Error> {
+    let (client, renewed) = RenewalClock::wrap(client, config);
     let manager = LeaseManagerBuilder::new(client, &config.lease_name)
         .with_namespace(&config.lease_namespace)
         .with_identity(&config.identity)
@@ -105,7 +121,7 @@ pub async fn acquire_leadership(
         }
     }
     tracing::info!(lease = %config.lease_name, identity = %config.identity, "acquired leadership");
-    let monitor = tokio::spawn(monitor(rx, shutdown.clone(), config.clone()));
+    let monitor = tokio::spawn(monitor(rx, shutdown.clone(), config.clone(), renewed));
     Ok(Some(LeaderGuard {
         monitor: Some(monitor),
         manager: Some(handle),
@@ -113,7 +129,15 @@ pub async fn acquire_leadership(
     }))
 }
 
-async fn monitor(mut rx: watch::Receiver<bool>, shutdown: Shutdown, config: LeaderElectionConfig) {
+async fn monitor(
+    mut rx: watch::Receiver<bool>,
+    shutdown: Shutdown,
+    config: LeaderElectionConfig,
+    renewed: Arc<Mutex<Instant>>,
+) {
+    let deadline = renewal_deadline(&config);
+    let mut tick = tokio::time::interval((deadline / 8).max(Duration::from_millis(50)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             changed = rx.changed() => {
@@ -123,7 +147,91 @@ async fn monitor(mut rx: watch::Receiver<bool>, shutdown: Shutdown, config: Lead
                     return;
                 }
             }
+            _ = tick.tick() => {
+                let since = renewed.lock().unwrap_or_else(PoisonError::into_inner).elapsed();
+                if since >= deadline {
+                    tracing::error!(
+                        lease = %config.lease_name,
+                        identity = %config.identity,
+                        not_renewed_for = ?since,
+                        "could not renew the leader Lease in time (it may pass to another replica); shutting down"
+                    );
+                    shutdown.trigger(ShutdownReason::LeaseLost);
+                    return;
+                }
+            }
             () = shutdown.signalled() => return,
         }
+    }
+}
+
+/// How long a leader keeps acting after its last successful write of the
+/// Lease: the lease duration less half the renewal margin
+/// (`renew_before_expiry`), so that the renewal that kube-lease-manager
+/// starts `renew_before_expiry` before expiry has the other half for its
+/// retries, and the leader has stopped before the Lease, as last written,
+/// expires (12.5 s with the defaults of 15 s and 5 s).
+pub fn renewal_deadline(config: &LeaderElectionConfig) -> Duration {
+    config
+        .duration
+        .saturating_sub(config.renew_before_expiry / 2)
+        .max(Duration::from_millis(100))
+}
+
+/// The client kube-lease-manager uses, recording when a write to the
+/// Lease last succeeded (the instant the request was sent, which is about
+/// the `renewTime` it carries).
+#[derive(Clone)]
+struct RenewalClock {
+    client: kube::Client,
+    lease: String,
+    renewed: Arc<Mutex<Instant>>,
+}
+
+impl RenewalClock {
+    /// `client` wrapped, and the instant of the last successful write of
+    /// the Lease of `config` (now, until there is one).
+    fn wrap(
+        client: kube::Client,
+        config: &LeaderElectionConfig,
+    ) -> (kube::Client, Arc<Mutex<Instant>>) {
+        let renewed = Arc::new(Mutex::new(Instant::now()));
+        let default_namespace = client.default_namespace().to_owned();
+        let clock = RenewalClock {
+            client,
+            lease: format!(
+                "/apis/coordination.k8s.io/v1/namespaces/{}/leases/{}",
+                config.lease_namespace, config.lease_name
+            ),
+            renewed: renewed.clone(),
+        };
+        (kube::Client::new(clock, default_namespace), renewed)
+    }
+}
+
+type Answer = Result<http::Response<kube::client::Body>, kube::Error>;
+
+impl tower::Service<http::Request<kube::client::Body>> for RenewalClock {
+    type Response = http::Response<kube::client::Body>;
+    type Error = kube::Error;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let write = request.method() != http::Method::GET && request.uri().path() == self.lease;
+        let sent = Instant::now();
+        let client = self.client.clone();
+        let renewed = self.renewed.clone();
+        Box::pin(async move {
+            let response = client.send(request).await?;
+            if write && response.status().is_success() {
+                let mut last = renewed.lock().unwrap_or_else(PoisonError::into_inner);
+                *last = (*last).max(sent);
+            }
+            Ok(response)
+        })
     }
 }

@@ -10,7 +10,7 @@ use controller_kit::runner::{RunSettings, run_controller};
 use controller_kit::server::Readiness;
 use controller_kit::{LeaderElectionConfig, Shutdown, ShutdownReason};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube_fake_api::{FakeApi, ResourceId};
+use kube_fake_api::{FakeApi, Fault, ResourceId};
 use prometheus_client::registry::Registry;
 use serde_json::json;
 
@@ -95,6 +95,47 @@ async fn losing_the_lease_triggers_shutdown_with_non_zero_exit() {
     assert_eq!(reason, ShutdownReason::LeaseLost);
     assert_ne!(reason.exit_code(), 0);
     let _ = guard.release().await;
+}
+
+#[tokio::test]
+async fn a_leader_that_cannot_renew_steps_down_before_its_lease_can_expire() {
+    let fake = FakeApi::new();
+    let shutdown = Shutdown::new();
+    let config = config("a");
+    let guard = acquire_leadership(fake.client(), &config, &shutdown)
+        .await
+        .unwrap()
+        .unwrap();
+    let acquired = std::time::Instant::now();
+    // Its token is revoked (or its namespace deleted): every request about
+    // the Lease is refused from now on. Nobody else takes the Lease over.
+    fake.inject(Fault::error(401, "Unauthorized", "Unauthorized").on_resource("leases"));
+    let reason = tokio::time::timeout(Duration::from_secs(10), shutdown.triggered())
+        .await
+        .expect("the failed renewals are noticed");
+    assert_eq!(reason, ShutdownReason::LeaseLost);
+    let after = acquired.elapsed();
+    let deadline = controller_kit::leader::renewal_deadline(&config);
+    assert_eq!(deadline, Duration::from_millis(1500));
+    assert!(
+        after >= deadline && after < config.duration + Duration::from_millis(500),
+        "stepped down after {after:?}"
+    );
+    assert_eq!(holder(&fake).as_deref(), Some("a"), "nobody took it over");
+    drop(guard);
+}
+
+#[test]
+fn the_renewal_deadline_leaves_half_the_renewal_margin_before_expiry() {
+    let config = LeaderElectionConfig {
+        duration: Duration::from_secs(15),
+        renew_before_expiry: Duration::from_secs(5),
+        ..config("a")
+    };
+    assert_eq!(
+        controller_kit::leader::renewal_deadline(&config),
+        Duration::from_millis(12_500)
+    );
 }
 
 #[tokio::test]
