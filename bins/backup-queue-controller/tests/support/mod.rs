@@ -233,9 +233,13 @@ pub struct InvariantChecker {
 
 impl InvariantChecker {
     pub fn start(fake: &FakeApi, limit: usize) -> Self {
+        Self::watching(Api::namespaced(fake.client(), NS), limit)
+    }
+
+    /// Follows the Backups of `api` (any server).
+    pub fn watching(api: Api<Backup>, limit: usize) -> Self {
         let violations = Arc::new(Mutex::new(Vec::new()));
         let seen_events = Arc::new(Mutex::new(0));
-        let api: Api<Backup> = Api::namespaced(fake.client(), NS);
         let task = tokio::spawn({
             let violations = violations.clone();
             let seen_events = seen_events.clone();

@@ -1,0 +1,807 @@
+//! The built binary on the real kube-apiserver (the test bed), as users
+//! deploy it: the generated namespaced manifests applied with kubectl
+//! (all but the Deployment: the bed has no kubelet), Velero's own Backup
+//! CRD, and the binary run with the Deployment's arguments and
+//! environment under its ServiceAccount's token, so that the real RBAC
+//! authorizer judges every request. Each test ends with SIGTERM and
+//! expects exit 0.
+//!
+//! Tests that do not break their bed share one (a namespace each); the
+//! restart, compaction, namespace deletion and CRD upgrade tests start
+//! beds of their own.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use backup_queue_controller::REASON_ANNOTATION;
+use backup_queue_controller::manifests::{DEFAULT_IMAGE, ManifestScope, render};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube_testbed::Testbed;
+use kube_testbed::deploy::{
+    self, ControllerProcess, Deployed, Launch, Pod, Relay, metric, seen, watch_from,
+};
+use serde_json::json;
+use support::InvariantChecker;
+use velero_api::Backup;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_backup-queue-controller");
+const POD: Pod<'static> = Pod {
+    name: "backup-queue-controller-5d8f7c9b4-x2x7k",
+    node: "node-1",
+};
+
+fn velero_crd(bed: &Testbed, product: &str, version: &str) -> PathBuf {
+    bed.layout()
+        .crds(product, version)
+        .unwrap()
+        .join("velero.io_backups.yaml")
+}
+
+/// Velero 1.18's Backup CRD, as the bed built it from Velero's module.
+fn backup_crd(bed: &Testbed) -> PathBuf {
+    velero_crd(bed, "velero", &bed.versions().velero)
+}
+
+/// The previous release's (1.17) Backup CRD.
+fn backup_crd_1_17(bed: &Testbed) -> PathBuf {
+    velero_crd(bed, "velero-crds", &bed.versions().velero_previous)
+}
+
+async fn start_bed(builder: kube_testbed::Builder) -> Testbed {
+    builder
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("the test bed did not start: {e}"))
+}
+
+/// A Velero namespace with the controller's manifests in it.
+struct Velero {
+    namespace: String,
+    backups: Api<Backup>,
+    events: Api<Event>,
+    deployed: Deployed,
+    manifests: String,
+}
+
+/// Creates a namespace and applies the generated manifests there (the
+/// Backup CRD must be installed).
+async fn velero_namespace(bed: &Testbed, prefix: &str) -> Velero {
+    let namespace = bed.namespace(prefix).await.unwrap();
+    let manifests = render(ManifestScope::Namespaced, &namespace, DEFAULT_IMAGE).unwrap();
+    let deployed = deploy::deploy_manifests(bed, &manifests, Some(&namespace))
+        .await
+        .unwrap();
+    let client = bed.client();
+    Velero {
+        backups: Api::namespaced(client.clone(), &namespace),
+        events: Api::namespaced(client, &namespace),
+        namespace,
+        deployed,
+        manifests,
+    }
+}
+
+impl Velero {
+    /// Prepares the controller as the Deployment would run it.
+    async fn launch(&self, bed: &Testbed) -> Launch {
+        self.deployed
+            .launch(bed, Path::new(BINARY), &POD)
+            .await
+            .unwrap()
+    }
+
+    async fn create(&self, name: &str, namespaces: &[&str], phase: &str) {
+        let mut value = json!({
+            "apiVersion": "velero.io/v1", "kind": "Backup",
+            "metadata": {"name": name},
+            "spec": {"includedNamespaces": namespaces, "storageLocation": "default"},
+        });
+        if !phase.is_empty() {
+            // Velero's CRD has no status subresource: status is written
+            // with the object.
+            value["status"] = json!({"phase": phase});
+        }
+        let backup: Backup = serde_json::from_value(value).unwrap();
+        self.backups
+            .create(&PostParams::default(), &backup)
+            .await
+            .unwrap();
+    }
+
+    /// Sets a Backup's phase as Velero's backup controller would.
+    async fn set_phase(&self, name: &str, phase: &str) {
+        self.backups
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"phase": phase}})),
+            )
+            .await
+            .unwrap();
+    }
+
+    async fn phases(&self) -> BTreeMap<String, (String, i64)> {
+        self.backups
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|b| {
+                (
+                    b.metadata.name.clone().unwrap_or_default(),
+                    (b.phase().as_str().to_owned(), b.queue_position()),
+                )
+            })
+            .collect()
+    }
+
+    async fn annotation(&self, name: &str) -> Option<String> {
+        self.backups
+            .get(name)
+            .await
+            .unwrap()
+            .metadata
+            .annotations
+            .and_then(|a| a.get(REASON_ANNOTATION).cloned())
+    }
+
+    /// (object, reason, note) of the Events in the namespace.
+    async fn events(&self) -> Vec<(String, String, String)> {
+        self.events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|e| {
+                (
+                    e.regarding.and_then(|r| r.name).unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.note.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    fn checker(&self, limit: usize) -> InvariantChecker {
+        InvariantChecker::watching(self.backups.clone(), limit)
+    }
+}
+
+fn expect(pairs: &[(&str, &str, i64)]) -> BTreeMap<String, (String, i64)> {
+    pairs
+        .iter()
+        .map(|(n, p, q)| ((*n).to_owned(), ((*p).to_owned(), *q)))
+        .collect()
+}
+
+async fn until_phases(velero: &Velero, controller: &ControllerProcess, want: &[(&str, &str, i64)]) {
+    let want = expect(want);
+    let started = Instant::now();
+    controller
+        .until(
+            &format!("the phases {want:?}"),
+            Duration::from_secs(60),
+            || async {
+                let phases = velero.phases().await;
+                seen(phases == want, phases)
+            },
+        )
+        .await;
+    eprintln!("phases {want:?} after {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn queues_starts_and_advances_backups_under_its_generated_rbac() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    deploy::install_crd_files(bed, &[backup_crd(bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(bed, "bqc-queue").await;
+    let checker = velero.checker(2);
+    let controller = velero
+        .launch(bed)
+        .await
+        .arg("--concurrent-backups", "2")
+        .spawn()
+        .unwrap();
+
+    // Created in name order: creation time, then name, orders the queue.
+    velero.create("b1", &["app-a"], "").await;
+    velero.create("b2", &["app-a", "app-b"], "").await;
+    velero.create("b3", &["app-c"], "New").await;
+    velero.create("b4", &["app-b"], "").await;
+    until_phases(
+        &velero,
+        &controller,
+        &[
+            ("b1", "ReadyToStart", 0),
+            ("b2", "Queued", 1),
+            ("b3", "ReadyToStart", 0),
+            ("b4", "Queued", 2),
+        ],
+    )
+    .await;
+    controller
+        .until("b2's reason", Duration::from_secs(30), || async {
+            let reason = velero.annotation("b2").await;
+            seen(
+                reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("overlaps backup b1 (ReadyToStart)")),
+                reason,
+            )
+        })
+        .await;
+    controller
+        .until("a Queued event on b2", Duration::from_secs(30), || async {
+            let events = velero.events().await;
+            seen(
+                events
+                    .iter()
+                    .any(|(o, r, n)| o == "b2" && r == "Queued" && n == "queued at position 1"),
+                events,
+            )
+        })
+        .await;
+
+    // Velero finishes b1: b2 starts; b4 (overlapping b2) stays queued.
+    velero.set_phase("b1", "InProgress").await;
+    velero.set_phase("b1", "Completed").await;
+    until_phases(
+        &velero,
+        &controller,
+        &[
+            ("b1", "Completed", 0),
+            ("b2", "ReadyToStart", 0),
+            ("b3", "ReadyToStart", 0),
+            ("b4", "Queued", 1),
+        ],
+    )
+    .await;
+    // Leader election ran through the generated Role.
+    let leases: Api<Lease> = Api::namespaced(bed.client(), &velero.namespace);
+    let lease = leases.get("backup-queue-controller").await.unwrap();
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some(POD.name)
+    );
+    let (code, body) = controller.http_get("/metrics").await.unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        metric(&body, "backup_queue_controller_dequeues_total") >= 1.0,
+        "{body}"
+    );
+    controller.stop_cleanly().await;
+    checker.assert_clean();
+}
+
+#[tokio::test]
+async fn dry_run_plans_and_writes_nothing() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    deploy::install_crd_files(bed, &[backup_crd(bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(bed, "bqc-dry").await;
+    velero.create("b1", &["x"], "").await;
+    velero.create("b2", &["x"], "New").await;
+    let versions = |list: Vec<Backup>| -> BTreeMap<String, String> {
+        list.into_iter()
+            .map(|b| {
+                (
+                    b.metadata.name.unwrap_or_default(),
+                    b.metadata.resource_version.unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let before = versions(
+        velero
+            .backups
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items,
+    );
+    let controller = velero
+        .launch(bed)
+        .await
+        .switch("--dry-run")
+        .spawn()
+        .unwrap();
+    controller
+        .until("a planned dequeue", Duration::from_secs(30), || async {
+            let dequeues = controller_metrics(&controller)
+                .await
+                .map(|body| metric(&body, "backup_queue_controller_dequeues_total"));
+            seen(dequeues.is_some_and(|d| d >= 1.0), dequeues)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    controller.stop_cleanly().await;
+    let after = versions(
+        velero
+            .backups
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items,
+    );
+    assert_eq!(after, before, "dry run changed a Backup");
+    assert_eq!(velero.events().await, vec![], "dry run recorded Events");
+    let leases: Api<Lease> = Api::namespaced(bed.client(), &velero.namespace);
+    let held = leases.list(&ListParams::default()).await.unwrap().items;
+    assert!(held.is_empty(), "dry run took a Lease: {held:?}");
+}
+
+async fn controller_metrics(controller: &ControllerProcess) -> Option<String> {
+    match controller.http_get("/metrics").await {
+        Ok((200, body)) => Some(body),
+        _ => None,
+    }
+}
+
+/// backup1 runs on ns1, ns2; backup2..5 wait, with Velero's positions.
+async fn design_scenario(velero: &Velero) {
+    velero
+        .create("backup1", &["ns1", "ns2"], "InProgress")
+        .await;
+    velero
+        .create("backup2", &["ns2", "ns3", "ns5"], "New")
+        .await;
+    velero.create("backup3", &["ns4", "ns3"], "New").await;
+    velero.create("backup4", &["ns5", "ns6"], "New").await;
+    velero.create("backup5", &["ns8", "ns9"], "New").await;
+}
+
+const DESIGN_STEADY_STATE: &[(&str, &str, i64)] = &[
+    ("backup1", "InProgress", 0),
+    ("backup2", "Queued", 1),
+    ("backup3", "Queued", 2),
+    ("backup4", "Queued", 3),
+    ("backup5", "ReadyToStart", 0),
+];
+
+#[tokio::test]
+async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whole() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    deploy::install_crd_files(bed, &[backup_crd(bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(bed, "bqc-writer").await;
+    design_scenario(&velero).await;
+    let checker = velero.checker(2);
+    let controller = velero
+        .launch(bed)
+        .await
+        .arg("--concurrent-backups", "2")
+        .spawn()
+        .unwrap();
+    until_phases(&velero, &controller, DESIGN_STEADY_STATE).await;
+
+    // Velero's own queue controller (not disabled) writes positions too,
+    // concurrently with this one, for three seconds.
+    let writer = PatchParams {
+        field_manager: Some("velero-server".to_owned()),
+        ..PatchParams::default()
+    };
+    let started = Instant::now();
+    let mut writes = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        for (name, position) in [("backup2", 3), ("backup3", 1), ("backup4", 2)] {
+            let patch = json!({"status": {"queuePosition": position + writes % 2}});
+            match velero
+                .backups
+                .patch(name, &writer, &Patch::Merge(patch))
+                .await
+            {
+                Ok(_) => writes += 1,
+                Err(e) => panic!("the second writer's patch failed: {e}"),
+            }
+        }
+    }
+    eprintln!("the second writer patched {writes} times");
+    controller
+        .until(
+            "ForeignQueueWriter events",
+            Duration::from_secs(30),
+            || async {
+                let events = velero.events().await;
+                seen(
+                    events.iter().any(|(o, r, n)| {
+                        o.starts_with("backup")
+                            && r == "ForeignQueueWriter"
+                            && n.contains("velero-server")
+                            && n.contains("--disable-controllers=backup-queue")
+                    }),
+                    events,
+                )
+            },
+        )
+        .await;
+    // Once the other writer stops, the queue is whole again and stays so:
+    // the same backups active, the others queued at distinct, dense
+    // positions (in the order the last writes left them: positions order
+    // the queue).
+    let whole = |phases: &BTreeMap<String, (String, i64)>| {
+        let mut queued: Vec<i64> = phases
+            .values()
+            .filter(|(p, _)| p == "Queued")
+            .map(|(_, q)| *q)
+            .collect();
+        queued.sort_unstable();
+        queued == [1, 2, 3]
+            && phases["backup1"] == ("InProgress".to_owned(), 0)
+            && phases["backup5"] == ("ReadyToStart".to_owned(), 0)
+    };
+    controller
+        .until(
+            "a dense queue, unchanged for 2 s",
+            Duration::from_secs(60),
+            || async {
+                let before = velero.phases().await;
+                if !whole(&before) {
+                    return seen(false, before);
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let after = velero.phases().await;
+                seen(after == before, (before, after))
+            },
+        )
+        .await;
+    let (_, body) = controller.http_get("/metrics").await.unwrap();
+    assert!(
+        metric(&body, "backup_queue_controller_foreign_queue_writers_total") >= 1.0,
+        "{body}"
+    );
+    controller.stop_cleanly().await;
+    checker.assert_clean();
+}
+
+/// The resource requests the controller's ServiceAccount made, from the
+/// audit log: none refused, Backups only patched (never replaced), and
+/// what the generated rules grant that this run did not use.
+///
+/// A restarted kube-apiserver answers 403 until its RBAC caches have
+/// synced (it serves before it is ready); refusals during `restart` (from
+/// the stop until ready again) are its, not the rules'.
+fn check_audit(log: &Path, velero: &Velero, restart: (jiff::Timestamp, jiff::Timestamp)) {
+    let user = format!(
+        "system:serviceaccount:{}:backup-queue-controller",
+        velero.namespace
+    );
+    let requests = deploy::audited_requests(log, &user).unwrap();
+    assert!(!requests.is_empty(), "no request by {user} was audited");
+    let during_restart = |time: &str| {
+        time.parse::<jiff::Timestamp>()
+            .is_ok_and(|t| restart.0 <= t && t <= restart.1)
+    };
+    let starting: Vec<_> = requests
+        .iter()
+        .filter(|r| r.code == 403 && during_restart(&r.time))
+        .collect();
+    eprintln!(
+        "refused while kube-apiserver started: {:?}",
+        starting
+            .iter()
+            .map(|r| format!("{} {}/{}", r.verb, r.group, r.resource))
+            .collect::<Vec<_>>()
+    );
+    let refused: Vec<_> = requests
+        .iter()
+        .filter(|r| r.code == 403 && !during_restart(&r.time))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "the generated RBAC refused: {refused:#?}"
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.resource == "backups" && matches!(r.verb.as_str(), "update" | "delete")),
+        "Backups are only patched"
+    );
+    let grants = deploy::granted(&velero.manifests).unwrap();
+    let unused: Vec<String> = deploy::unused(&grants, &requests)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    eprintln!("granted but unused in this run: {unused:?}");
+}
+
+#[tokio::test]
+async fn keeps_the_queue_through_a_kube_apiserver_restart() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let audit = tempfile::tempdir().unwrap();
+    let (args, audit_log) = deploy::audit_args(audit.path()).unwrap();
+    let bed = start_bed(Testbed::builder().apiserver_args(args)).await;
+    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(&bed, "bqc-restart").await;
+    velero.create("b1", &["a"], "").await;
+    velero.create("b2", &["a"], "").await;
+    // With the Deployment's 15-second Lease, a leader that cannot renew
+    // for 12.5 s steps down (exit 2, and the kubelet restarts it), and a
+    // restart can take that long here; a longer Lease keeps this test
+    // about the watches (stepping down is the namespace deletion test's).
+    let controller = velero
+        .launch(&bed)
+        .await
+        .arg("--lease-duration-seconds", "60")
+        .arg("--lease-renew-seconds", "20")
+        .spawn()
+        .unwrap();
+    until_phases(
+        &velero,
+        &controller,
+        &[("b1", "ReadyToStart", 0), ("b2", "Queued", 1)],
+    )
+    .await;
+
+    let started = Instant::now();
+    let stopped_at = jiff::Timestamp::now();
+    bed.restart_apiserver().await.unwrap();
+    let ready_at = jiff::Timestamp::now();
+    eprintln!("kube-apiserver restarted in {:?}", started.elapsed());
+    // Changes after the restart reach the controller through new watches.
+    velero.set_phase("b1", "Completed").await;
+    velero.create("b3", &["a", "b"], "").await;
+    until_phases(
+        &velero,
+        &controller,
+        &[
+            ("b1", "Completed", 0),
+            ("b2", "ReadyToStart", 0),
+            ("b3", "Queued", 1),
+        ],
+    )
+    .await;
+    controller.stop_cleanly().await;
+    check_audit(&audit_log, &velero, (stopped_at, ready_at));
+}
+
+#[tokio::test]
+async fn relists_when_etcd_compaction_answers_its_rewatch_with_410_gone() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    // Without the watch cache, watches are served by etcd, which refuses
+    // a compacted revision.
+    let bed = start_bed(Testbed::builder().watch_cache(false)).await;
+    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(&bed, "bqc-compact").await;
+    velero.create("b1", &["a"], "").await;
+    velero.create("b2", &["a"], "").await;
+    let relay = Relay::start(bed.server_url().trim_start_matches("https://")).unwrap();
+    let launch = velero.launch(&bed).await;
+    let through_relay = relay.kubeconfig(launch.kubeconfig_path()).unwrap();
+    let controller = launch.kubeconfig(&through_relay).spawn().unwrap();
+    until_phases(
+        &velero,
+        &controller,
+        &[("b1", "ReadyToStart", 0), ("b2", "Queued", 1)],
+    )
+    .await;
+
+    // Everything the controller has seen is older than `seen`; later
+    // writes elsewhere move etcd on, then it compacts.
+    let seen = velero
+        .backups
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let other = bed.namespace("bqc-compact-other").await.unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(bed.client(), &other);
+    for i in 0..3 {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}})).unwrap();
+        config_maps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+    }
+    let revision = bed.compact_etcd().await.unwrap();
+    assert!(revision > seen.parse::<i64>().unwrap());
+    assert_eq!(watch_from(&velero.backups, &seen).await, Err(410));
+
+    // The controller's connections drop: it re-watches from what it has
+    // seen, is answered 410 Gone, and must list again.
+    let cut = relay.cut();
+    assert!(cut > 0, "the controller had no open connection");
+    velero.set_phase("b1", "Completed").await;
+    velero.create("b3", &["a", "b"], "").await;
+    until_phases(
+        &velero,
+        &controller,
+        &[
+            ("b1", "Completed", 0),
+            ("b2", "ReadyToStart", 0),
+            ("b3", "Queued", 1),
+        ],
+    )
+    .await;
+    controller.stop_cleanly().await;
+}
+
+#[tokio::test]
+async fn its_namespace_deleted_under_it_finishes_deleting_and_it_steps_down() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    // kube-controller-manager's namespace controller empties and removes
+    // deleted namespaces.
+    let bed = start_bed(Testbed::builder().with_controller_manager()).await;
+    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(&bed, "bqc-gone").await;
+    velero.create("b1", &["a"], "").await;
+    velero.create("b2", &["a"], "").await;
+    let controller = velero.launch(&bed).await.spawn().unwrap();
+    until_phases(
+        &velero,
+        &controller,
+        &[("b1", "ReadyToStart", 0), ("b2", "Queued", 1)],
+    )
+    .await;
+
+    // Velero's namespace is deleted, with the Backups, the Lease, the
+    // controller's RBAC and its ServiceAccount (so its token).
+    let namespaces: Api<Namespace> = Api::all(bed.client());
+    namespaces
+        .delete(&velero.namespace, &DeleteParams::default())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    controller
+        .until(
+            "the namespace to finish deleting",
+            Duration::from_secs(90),
+            || async {
+                let left = namespaces.get_opt(&velero.namespace).await.unwrap();
+                seen(left.is_none(), left.map(|ns| ns.status))
+            },
+        )
+        .await;
+    eprintln!("namespace deleted in {:?}", started.elapsed());
+    // Nothing it does recreates anything there, and it cannot renew its
+    // Lease any more: it steps down before the Lease it last wrote can
+    // expire, with the lease-lost exit code (2), instead of leading on.
+    let status = controller
+        .wait(Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("{e}; the log:\n{}", controller.log_tail(40)));
+    let log = controller.log();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("could not renew the leader Lease in time"),
+        "{log}"
+    );
+    assert!(
+        namespaces
+            .get_opt(&velero.namespace)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn refuses_velero_1_17_and_follows_the_crd_upgraded_to_1_18_while_running() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = start_bed(Testbed::builder()).await;
+    deploy::install_crd_files(&bed, &[backup_crd_1_17(&bed)])
+        .await
+        .unwrap();
+    let velero = velero_namespace(&bed, "bqc-upgrade").await;
+    velero.create("b1", &["a"], "New").await;
+
+    // On Velero 1.17's CRD the controller refuses to start, in one line.
+    let refused = velero.launch(&bed).await.spawn().unwrap();
+    let status = refused.wait(Duration::from_secs(30)).await.unwrap();
+    let log = refused.log();
+    assert_eq!(status.code(), Some(1), "{log}");
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{log}");
+    let message = errors[0];
+    assert!(
+        message.starts_with(
+            "backup-queue-controller: error: the Backup CRD (backups.velero.io) lacks phase Queued"
+        ) && message.contains("needs Velero 1.18 or later"),
+        "{log}"
+    );
+    assert_eq!(velero.phases().await, expect(&[("b1", "New", 0)]));
+
+    // Velero is upgraded: its 1.18 CRD; the controller starts.
+    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
+        .await
+        .unwrap();
+    let controller = velero.launch(&bed).await.spawn().unwrap();
+    until_phases(&velero, &controller, &[("b1", "ReadyToStart", 0)]).await;
+    controller
+        .until("ready", Duration::from_secs(30), || async {
+            let ready = controller_ready(&controller).await;
+            seen(matches!(ready, Some((200, _))), ready)
+        })
+        .await;
+
+    // Velero is rolled back to 1.17 behind the controller's back: the
+    // next status write is refused (422), and /readyz says which field.
+    deploy::install_crd_files(&bed, &[backup_crd_1_17(&bed)])
+        .await
+        .unwrap();
+    velero.set_phase("b1", "Completed").await;
+    velero.create("b2", &["a"], "New").await;
+    velero.create("b3", &["a"], "New").await;
+    controller
+        .until(
+            "not ready, naming the refused field",
+            Duration::from_secs(60),
+            || async {
+                let ready = controller_ready(&controller).await;
+                seen(
+                    ready.as_ref().is_some_and(|(code, body)| {
+                        *code == 503
+                            && body.contains("refused as invalid (422)")
+                            && body.contains("status.phase: Unsupported value: \"ReadyToStart\"")
+                    }),
+                    ready,
+                )
+            },
+        )
+        .await;
+    eprintln!("/readyz on 1.17: {:?}", controller_ready(&controller).await);
+    assert_eq!(velero.phases().await["b2"], ("New".to_owned(), 0));
+
+    // Upgraded to 1.18 again while it runs: the retried writes go through.
+    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
+        .await
+        .unwrap();
+    until_phases(
+        &velero,
+        &controller,
+        &[
+            ("b1", "Completed", 0),
+            ("b2", "ReadyToStart", 0),
+            ("b3", "Queued", 1),
+        ],
+    )
+    .await;
+    controller
+        .until("ready again", Duration::from_secs(30), || async {
+            let ready = controller_ready(&controller).await;
+            seen(matches!(ready, Some((200, _))), ready)
+        })
+        .await;
+    controller.stop_cleanly().await;
+}
+
+async fn controller_ready(controller: &ControllerProcess) -> Option<(u16, String)> {
+    controller.http_get("/readyz").await.ok()
+}

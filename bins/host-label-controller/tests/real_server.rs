@@ -1,0 +1,642 @@
+//! The built binary on the real kube-apiserver (the test bed), as users
+//! deploy it: the generated manifests applied with kubectl (all but the
+//! Deployment: the bed has no kubelet), Cluster API's own CRDs, and the
+//! binary run with the Deployment's arguments and environment under its
+//! ServiceAccount's token, so that the real RBAC authorizer judges every
+//! request. Each test ends with SIGTERM and expects exit 0.
+//!
+//! Nodes are cluster-wide and the tests on the shared bed run at once, so
+//! each test names its Nodes after its namespace and manages a label key
+//! and annotation of its own (`--label-key`, `--managed-annotation`): a
+//! controller never touches keys it does not manage. The management and
+//! workload split runs on two beds of its own.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use host_label_controller::manifests::{DEFAULT_IMAGE, Features, render_with};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube_testbed::Testbed;
+use kube_testbed::deploy::{self, ControllerProcess, Deployed, Launch, Pod, metric, seen};
+use serde_json::json;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_host-label-controller");
+const POD: Pod<'static> = Pod {
+    name: "host-label-controller-7b6c5d9f8-q4w2e",
+    node: "node-1",
+};
+/// The Machine label CAPV writes the ESXi host to.
+const CAPV_KEY: &str = "node.cluster.x-k8s.io/esxi-host";
+const STATUS_CONFIGMAP: &str = "host-label-controller-status";
+
+async fn start_bed(builder: kube_testbed::Builder) -> Testbed {
+    builder
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("the test bed did not start: {e}"))
+}
+
+/// Cluster API's CRDs `files` (`cluster.x-k8s.io_machines.yaml`, ...), as
+/// the bed copied them from Cluster API's module.
+fn capi_crds(bed: &Testbed, files: &[&str]) -> Vec<PathBuf> {
+    let dir = bed
+        .layout()
+        .crds("cluster-api", &bed.versions().cluster_api)
+        .unwrap();
+    files.iter().map(|file| dir.join(file)).collect()
+}
+
+/// The controller's namespace with its manifests, and the label key and
+/// annotation this test manages.
+struct Site {
+    namespace: String,
+    label: String,
+    annotation: String,
+    deployed: Deployed,
+    manifests: String,
+    client: kube::Client,
+}
+
+async fn site(bed: &Testbed, prefix: &str, features: Features) -> Site {
+    let namespace = bed.namespace(prefix).await.unwrap();
+    site_in(bed, namespace, features).await
+}
+
+/// [`site`] in the existing namespace `namespace`.
+async fn site_in(bed: &Testbed, namespace: String, features: Features) -> Site {
+    let manifests = render_with(&namespace, DEFAULT_IMAGE, features).unwrap();
+    let deployed = deploy::deploy_manifests(bed, &manifests, Some(&namespace))
+        .await
+        .unwrap();
+    Site {
+        label: format!("test.placement-policies.io/host-{namespace}"),
+        annotation: format!("test.placement-policies.io/managed-{namespace}"),
+        namespace,
+        deployed,
+        manifests,
+        client: bed.client(),
+    }
+}
+
+impl Site {
+    /// The controller as the Deployment runs it, managing this test's key.
+    async fn launch(&self, bed: &Testbed) -> Launch {
+        self.deployed
+            .launch(bed, Path::new(BINARY), &POD)
+            .await
+            .unwrap()
+            .arg("--label-key", &self.label)
+            .arg("--managed-annotation", &self.annotation)
+    }
+
+    fn node_name(&self, n: usize) -> String {
+        format!("{}-n{n}", self.namespace)
+    }
+
+    /// Creates Node `name` (as a kubelet registers it) with `labels`.
+    async fn create_node(&self, name: &str, labels: &[(&str, &str)]) {
+        let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        let node: Node =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        Api::<Node>::all(self.client.clone())
+            .create(&PostParams::default(), &node)
+            .await
+            .unwrap();
+    }
+
+    async fn labels(&self, node: &str) -> BTreeMap<String, String> {
+        Api::<Node>::all(self.client.clone())
+            .get(node)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default()
+    }
+
+    async fn host(&self, node: &str) -> Option<String> {
+        self.labels(node).await.get(&self.label).cloned()
+    }
+
+    async fn until_host(&self, controller: &ControllerProcess, node: &str, host: &str) {
+        controller
+            .until(
+                &format!("{node} labelled {host}"),
+                Duration::from_secs(60),
+                || async {
+                    let labels = self.labels(node).await;
+                    seen(
+                        labels.get(&self.label).map(String::as_str) == Some(host),
+                        labels,
+                    )
+                },
+            )
+            .await;
+    }
+
+    fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+}
+
+/// A HostInventory placing each of `vms` on its host.
+fn inventory(vms: &[(&str, &str)]) -> String {
+    let mut hosts: Vec<&str> = vms.iter().map(|(_, host)| *host).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut doc = String::from("apiVersion: policyctl/v1alpha1\nkind: HostInventory\nhosts:\n");
+    for host in hosts {
+        doc.push_str(&format!("- name: {host}\n"));
+    }
+    doc.push_str("vms:\n");
+    for (vm, host) in vms {
+        doc.push_str(&format!("- name: {vm}\n  group: web\n  host: {host}\n"));
+    }
+    doc
+}
+
+async fn inventory_site(bed: &Testbed, prefix: &str) -> (Site, String, String) {
+    let site = site(bed, prefix, Features::default()).await;
+    let (n1, n2) = (site.node_name(1), site.node_name(2));
+    site.create_node(&n1, &[("team", "a")]).await;
+    site.create_node(&n2, &[]).await;
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "hosts"},
+        "data": {"inventory.yaml": inventory(&[(&n1, "esx-a"), (&n2, "esx-b")])},
+    }))
+    .unwrap();
+    site.config_maps()
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    (site, n1, n2)
+}
+
+#[tokio::test]
+async fn labels_nodes_from_an_inventory_and_follows_its_edits() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    let (site, n1, n2) = inventory_site(bed, "hlc-inventory").await;
+    let controller = site
+        .launch(bed)
+        .await
+        .arg(
+            "--inventory-configmap",
+            &format!("{}/hosts", site.namespace),
+        )
+        .spawn()
+        .unwrap();
+    site.until_host(&controller, &n1, "esx-a").await;
+    site.until_host(&controller, &n2, "esx-b").await;
+    assert_eq!(site.labels(&n1).await["team"], "a", "a foreign label");
+
+    // A vMotion recorded in the inventory.
+    let edit = |vms: &[(&str, &str)]| json!({"data": {"inventory.yaml": inventory(vms)}});
+    site.config_maps()
+        .patch(
+            "hosts",
+            &PatchParams::default(),
+            &Patch::Merge(edit(&[(&n1, "esx-b"), (&n2, "esx-b")])),
+        )
+        .await
+        .unwrap();
+    site.until_host(&controller, &n1, "esx-b").await;
+    controller
+        .until("the status summary", Duration::from_secs(30), || async {
+            let status = site.config_maps().get_opt(STATUS_CONFIGMAP).await.unwrap();
+            seen(
+                status.as_ref().is_some_and(|cm| {
+                    cm.data
+                        .as_ref()
+                        .is_some_and(|d| d.contains_key("summary.json"))
+                }),
+                status,
+            )
+        })
+        .await;
+
+    // A broken edit keeps the last good inventory.
+    site.config_maps()
+        .patch(
+            "hosts",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"inventory.yaml": "vms: ["}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(site.host(&n1).await.as_deref(), Some("esx-b"));
+    let annotations = Api::<Node>::all(bed.client())
+        .get(&n1)
+        .await
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap_or_default();
+    assert!(
+        annotations
+            .get(&site.annotation)
+            .is_some_and(|keys| keys.contains(&site.label)),
+        "{annotations:?}"
+    );
+    assert_eq!(site.labels(&n1).await["team"], "a", "a foreign label");
+    let node = Api::<Node>::all(bed.client()).get(&n1).await.unwrap();
+    assert!(
+        node.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|entry| entry.manager.as_deref() == Some("host-label-controller")),
+        "the label is written under the controller's field manager: {:?}",
+        node.metadata.managed_fields
+    );
+    controller.stop_cleanly().await;
+}
+
+#[tokio::test]
+async fn dry_run_plans_and_writes_nothing() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    let (site, n1, n2) = inventory_site(bed, "hlc-dry").await;
+    let controller = site
+        .launch(bed)
+        .await
+        .arg(
+            "--inventory-configmap",
+            &format!("{}/hosts", site.namespace),
+        )
+        .switch("--dry-run")
+        .spawn()
+        .unwrap();
+    controller
+        .until("planned patches", Duration::from_secs(30), || async {
+            let planned = match controller.http_get("/metrics").await {
+                Ok((200, body)) => metric(&body, "host_label_controller_node_patches_total"),
+                _ => 0.0,
+            };
+            seen(planned >= 2.0, planned)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    controller.stop_cleanly().await;
+    // (kube-controller-manager's TTL controller annotates Nodes too, so
+    // their resourceVersions say nothing: look for this controller's
+    // fields.)
+    for node in [&n1, &n2] {
+        let node = Api::<Node>::all(bed.client()).get(node).await.unwrap();
+        let managers: Vec<String> = node
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|entry| entry.manager.clone())
+            .collect();
+        assert!(
+            !managers.iter().any(|m| m == "host-label-controller"),
+            "dry run wrote {:?}: {managers:?}",
+            node.metadata.name
+        );
+        assert!(
+            !node
+                .metadata
+                .labels
+                .unwrap_or_default()
+                .contains_key(&site.label)
+        );
+        assert!(
+            !node
+                .metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key(&site.annotation)
+        );
+    }
+    assert!(
+        site.config_maps()
+            .get_opt(STATUS_CONFIGMAP)
+            .await
+            .unwrap()
+            .is_none(),
+        "dry run wrote the status ConfigMap"
+    );
+}
+
+/// Machines as Cluster API 1.14 writes them: `v1beta2` (its storage
+/// version), the status through the status subresource.
+struct Machines {
+    client: kube::Client,
+}
+
+/// Cluster API's `v1beta2` of `kind` (plural `plural`).
+fn capi_v1beta2(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: "cluster.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "cluster.x-k8s.io/v1beta2".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+impl Machines {
+    fn new(client: kube::Client) -> Machines {
+        Machines { client }
+    }
+
+    fn api(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client.clone(),
+            namespace,
+            &capi_v1beta2("Machine", "machines"),
+        )
+    }
+
+    async fn create(&self, namespace: &str, name: &str, cluster: &str, node: &str, host: &str) {
+        let api = self.api(namespace);
+        let machine: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+            "metadata": {"name": name, "labels": {
+                CAPV_KEY: host, "cluster.x-k8s.io/cluster-name": cluster,
+            }},
+            "spec": {
+                "clusterName": cluster,
+                "bootstrap": {"dataSecretName": format!("{name}-bootstrap")},
+                "infrastructureRef": {
+                    "apiGroup": "infrastructure.cluster.x-k8s.io",
+                    "kind": "VSphereMachine",
+                    "name": name,
+                },
+            },
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &machine).await.unwrap();
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"nodeRef": {"name": node}, "phase": "Running"}})),
+        )
+        .await
+        .unwrap();
+    }
+
+    /// CAPV records a vMotion on the Machine's label.
+    async fn move_to(&self, namespace: &str, name: &str, host: &str) {
+        self.api(namespace)
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {CAPV_KEY: host}}})),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn labels_nodes_from_cluster_api_machines_and_follows_a_vmotion() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    deploy::install_crd_files(bed, &capi_crds(bed, &["cluster.x-k8s.io_machines.yaml"]))
+        .await
+        .unwrap();
+    let site = site(bed, "hlc-machines", Features::default()).await;
+    let (n1, n2) = (site.node_name(1), site.node_name(2));
+    site.create_node(&n1, &[]).await;
+    site.create_node(&n2, &[]).await;
+    let machines = Machines::new(bed.client());
+    machines
+        .create(&site.namespace, "m1", "c1", &n1, "esx-01.lab")
+        .await;
+    let controller = site.launch(bed).await.spawn().unwrap();
+    site.until_host(&controller, &n1, "esx-01.lab").await;
+
+    // A vMotion, and a Machine whose Node registers later.
+    machines.move_to(&site.namespace, "m1", "esx-02.lab").await;
+    machines
+        .create(&site.namespace, "m2", "c1", &n2, "esx-03.lab")
+        .await;
+    site.until_host(&controller, &n1, "esx-02.lab").await;
+    site.until_host(&controller, &n2, "esx-03.lab").await;
+    controller.stop_cleanly().await;
+}
+
+/// The requests `user` made according to the audit log: none refused;
+/// what the generated rules grant that the run did not use is printed.
+fn check_audit(log: &Path, user: &str, manifests: &str, what: &str) {
+    let requests = deploy::audited_requests(log, user).unwrap();
+    assert!(!requests.is_empty(), "no request by {user} was audited");
+    let refused: Vec<_> = requests.iter().filter(|r| r.code == 403).collect();
+    assert!(
+        refused.is_empty(),
+        "{what}: the generated RBAC refused: {refused:#?}"
+    );
+    let grants = deploy::granted(manifests).unwrap();
+    let unused: Vec<String> = deploy::unused(&grants, &requests)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    eprintln!("{what}: granted but unused in this run: {unused:?}");
+}
+
+async fn audited_bed(dir: &Path) -> (Testbed, PathBuf) {
+    let (args, log) = deploy::audit_args(dir).unwrap();
+    (
+        start_bed(Testbed::builder().apiserver_args(args)).await,
+        log,
+    )
+}
+
+#[tokio::test]
+async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_clusters() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    // Two API servers: Cluster API's objects in one, the Nodes in the
+    // other.
+    let (management_dir, workload_dir) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ((management, management_log), (workload, workload_log)) = tokio::join!(
+        audited_bed(management_dir.path()),
+        audited_bed(workload_dir.path())
+    );
+    deploy::install_crd_files(
+        &management,
+        &capi_crds(
+            &management,
+            &[
+                "cluster.x-k8s.io_machines.yaml",
+                "cluster.x-k8s.io_clusters.yaml",
+            ],
+        ),
+    )
+    .await
+    .unwrap();
+
+    // The management cluster: the controller deployed with
+    // `--all-clusters`.
+    let all_clusters = Features {
+        all_clusters: true,
+        ..Features::default()
+    };
+    let on_management = site(&management, "hlc-management", all_clusters).await;
+
+    // The workload cluster: its Nodes, and the controller's ServiceAccount
+    // and RBAC there, in a namespace of the same name (it writes its
+    // status ConfigMap there, see docs/operations.md), which its
+    // kubeconfig Secret authenticates as.
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": on_management.namespace}})).unwrap();
+    Api::<Namespace>::all(workload.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let on_workload = site_in(
+        &workload,
+        on_management.namespace.clone(),
+        Features::default(),
+    )
+    .await;
+    let node = "worker-0";
+    on_workload.create_node(node, &[]).await;
+    let workload_kubeconfig = workload
+        .service_account_kubeconfig(&on_workload.namespace, "host-label-controller")
+        .await
+        .unwrap();
+
+    // Cluster API's objects: a Cluster, its Machine, and the Cluster's
+    // kubeconfig Secret as Cluster API writes it.
+    let capi = management.namespace("capi").await.unwrap();
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        management.client(),
+        &capi,
+        &capi_v1beta2("Cluster", "clusters"),
+    );
+    let cluster: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+        "metadata": {"name": "c1"},
+        "spec": {
+            "controlPlaneEndpoint": {"host": "10.0.0.10", "port": 6443},
+            "infrastructureRef": {
+                "apiGroup": "infrastructure.cluster.x-k8s.io",
+                "kind": "VSphereCluster",
+                "name": "c1",
+            },
+        },
+    }))
+    .unwrap();
+    clusters
+        .create(&PostParams::default(), &cluster)
+        .await
+        .unwrap();
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("c1-kubeconfig".into());
+    secret.metadata.labels = Some(BTreeMap::from([(
+        "cluster.x-k8s.io/cluster-name".to_owned(),
+        "c1".to_owned(),
+    )]));
+    secret.type_ = Some("cluster.x-k8s.io/secret".into());
+    secret.data = Some(BTreeMap::from([(
+        "value".to_owned(),
+        ByteString(std::fs::read(&workload_kubeconfig).unwrap()),
+    )]));
+    Api::<Secret>::namespaced(management.client(), &capi)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let machines = Machines::new(management.client());
+    machines
+        .create(&capi, "c1-md-0", "c1", node, "esx-01.lab")
+        .await;
+
+    let controller = on_management.launch(&management).await.spawn().unwrap();
+    on_workload
+        .until_host(&controller, node, "esx-01.lab")
+        .await;
+    machines.move_to(&capi, "c1-md-0", "esx-02.lab").await;
+    on_workload
+        .until_host(&controller, node, "esx-02.lab")
+        .await;
+    // The summary of the workload cluster's Nodes, in the workload
+    // cluster.
+    controller
+        .until(
+            "the workload cluster's summary",
+            Duration::from_secs(30),
+            || async {
+                let status = on_workload
+                    .config_maps()
+                    .get_opt(STATUS_CONFIGMAP)
+                    .await
+                    .unwrap();
+                seen(status.is_some(), status)
+            },
+        )
+        .await;
+    // The management cluster has no such Node: nothing was written there.
+    assert!(
+        Api::<Node>::all(management.client())
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    controller.stop_cleanly().await;
+
+    // The other deployment of the split: the controller in the workload
+    // cluster, reading its own Cluster's Machines through a management
+    // kubeconfig. Another Cluster's Machine naming a Node of the same
+    // name never labels it.
+    machines
+        .create(&capi, "c2-md-0", "c2", node, "esx-99.lab")
+        .await;
+    let management_kubeconfig = management
+        .service_account_kubeconfig(&on_management.namespace, "host-label-controller")
+        .await
+        .unwrap();
+    let in_workload = on_workload
+        .launch(&workload)
+        .await
+        .arg(
+            "--machines-kubeconfig",
+            &management_kubeconfig.display().to_string(),
+        )
+        .arg("--cluster", &format!("{capi}/c1"))
+        .spawn()
+        .unwrap();
+    machines.move_to(&capi, "c1-md-0", "esx-03.lab").await;
+    on_workload
+        .until_host(&in_workload, node, "esx-03.lab")
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(on_workload.host(node).await.as_deref(), Some("esx-03.lab"));
+    in_workload.stop_cleanly().await;
+
+    check_audit(
+        &management_log,
+        &format!(
+            "system:serviceaccount:{}:host-label-controller",
+            on_management.namespace
+        ),
+        &on_management.manifests,
+        "management cluster (--all-clusters)",
+    );
+    check_audit(
+        &workload_log,
+        &format!(
+            "system:serviceaccount:{}:host-label-controller",
+            on_workload.namespace
+        ),
+        &on_workload.manifests,
+        "workload cluster",
+    );
+}
