@@ -114,7 +114,12 @@ build kubernetes
 build velero
 crds velero 'config/crd/v1/bases/*.yaml' 'config/crd/v2alpha1/bases/*.yaml'
 crds velero-crds 'config/crd/v1/bases/*.yaml' 'config/crd/v2alpha1/bases/*.yaml'
-crds cluster-api 'core/config/crd/bases/*.yaml' 'config/crd/bases/*.yaml'
+# Cluster API's core CRDs and those of its kubeadm bootstrap and control
+# plane providers (KubeadmConfig, KubeadmControlPlane), which live in their
+# own directories of the module and which `clusterctl init` installs with
+# the core ones.
+crds cluster-api 'core/config/crd/bases/*.yaml' 'config/crd/bases/*.yaml' \
+	'bootstrap/kubeadm/config/crd/bases/*.yaml' 'controlplane/kubeadm/config/crd/bases/*.yaml'
 crds capv 'config/default/crd/bases/*.yaml'
 
 {
