@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm};
 
-use kube_validation::ParseError;
+use kube_validation::{ParseError, namespace_or_default};
 
 use crate::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
 use crate::plugins::image_locality::pod_images;
@@ -158,10 +158,7 @@ impl PodInfo {
     /// done here, and the error is kept so an *incoming* pod fails (C.16).
     pub fn new(pod: &Pod) -> Self {
         let meta = &pod.metadata;
-        let namespace = meta
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned());
+        let namespace = namespace_or_default(meta.namespace.as_deref()).to_owned();
         let spec = pod.spec.as_ref();
         let affinity = spec.and_then(|s| s.affinity.as_ref());
         let node_aff = affinity.and_then(|a| a.node_affinity.as_ref());

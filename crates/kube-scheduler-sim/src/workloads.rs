@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube_validation::namespace_or_default;
 
 use crate::pod_info::PodInfo;
 use crate::selector::PodSelector;
@@ -43,9 +44,7 @@ pub(crate) struct WorkloadIndex {
 
 fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
     (
-        meta.namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned()),
+        namespace_or_default(meta.namespace.as_deref()).to_owned(),
         meta.name.clone().unwrap_or_default(),
     )
 }

@@ -1,5 +1,5 @@
 //! Kubernetes name, label, label-selector, quantity and `apiVersion`
-//! validation.
+//! validation, and the namespace of an object that does not say one.
 //!
 //! The rules and the wording of the messages are apimachinery's
 //! (`k8s.io/apimachinery/pkg/util/validation`, `pkg/labels.NewRequirement`,
@@ -19,6 +19,7 @@
 
 mod group_version;
 mod names;
+mod namespace;
 mod quantity;
 mod requirement;
 mod selector;
@@ -30,6 +31,7 @@ pub use names::{
     is_namespace_name, is_qualified_name, validate_dns1123_label, validate_dns1123_subdomain,
     validate_label_value, validate_namespace_name, validate_qualified_name,
 };
+pub use namespace::{DEFAULT_NAMESPACE, namespace_or_default};
 pub use quantity::{Quantity, QuantityError};
 pub use requirement::{
     FieldError, FieldRequirement, Operator, ParseError, Requirement, go_quote,
