@@ -5,8 +5,7 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm};
 use kube_scheduler_sim::node_selector::{field_requirement_holds, requirement_holds, term_matches};
-use kube_scheduler_sim::plugins::node_unschedulable;
-use kube_scheduler_sim::taints;
+use kube_validation::taints;
 use serde::Serialize;
 
 use crate::fragment::PodFragment;
@@ -66,7 +65,8 @@ pub enum Problem {
     NoTerms,
     /// A taint that no toleration of the pod tolerates.
     Taint {
-        /// `key=value:effect`.
+        /// `key=value:Effect`, or `key:Effect` without a value
+        /// (`kube_validation::taints::describe`).
         taint: String,
     },
 }
@@ -124,7 +124,7 @@ pub fn diagnose(
             if !node_agent_nodes.contains(&name) {
                 problems.push(Problem::NodeAgentNotRunning);
             }
-            if !node_unschedulable::fits(node, &fragment.tolerations) {
+            if !taints::cordon_admits(node, &fragment.tolerations) {
                 problems.push(Problem::Cordoned);
             }
             for (key, expected) in fragment.node_selector.iter().flatten() {
@@ -138,25 +138,15 @@ pub fn diagnose(
                 }
             }
             affinity_problems(fragment, &name, labels, &mut problems);
-            for taint in node
+            let node_taints = node
                 .spec
                 .as_ref()
-                .and_then(|s| s.taints.as_ref())
-                .into_iter()
-                .flatten()
-            {
-                if taints::blocks_scheduling(taint)
-                    && !taints::tolerated(&fragment.tolerations, taint)
-                {
-                    problems.push(Problem::Taint {
-                        taint: format!(
-                            "{}={}:{}",
-                            taint.key,
-                            taint.value.as_deref().unwrap_or_default(),
-                            taint.effect
-                        ),
-                    });
-                }
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or_default();
+            for taint in taints::untolerated(node_taints, &fragment.tolerations) {
+                problems.push(Problem::Taint {
+                    taint: taints::describe(taint),
+                });
             }
             NodeVerdict {
                 node: name,

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{
-    BackupVolume, FragmentError, NodeOs, RestoreVolume, backup_fragment, backup_fragment_for,
-    diagnose, load_json, restore_fragment, restore_fragment_for,
+    BackupVolume, FragmentError, NodeOs, Problem, RestoreVolume, backup_fragment,
+    backup_fragment_for, diagnose, load_json, restore_fragment, restore_fragment_for,
 };
 use k8s_openapi::api::core::v1::{
     Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, PersistentVolume,
@@ -610,4 +610,38 @@ fn diagnosis_tolerates_taints_exactly_as_kube_scheduler() {
         diagnosis.schedulable(),
         ["cordoned", "empty-key", "empty-operator"]
     );
+}
+
+/// A taint without a value is named `key:Effect`, as `Taint.ToString` writes
+/// it (`k8s.io/api/core/v1/taint.go`, Kubernetes v1.35.4) and as
+/// kube-scheduler-sim's diagnosis names it (`kube_validation::taints::describe`,
+/// the one writer); this diagnosis used to print `key=:Effect`.
+#[test]
+fn diagnosis_names_a_taint_without_a_value_as_kube_scheduler_sim_does() {
+    let fragment = backup_fragment(
+        &config(),
+        &BackupVolume {
+            source_storage_class: "standard",
+            ..Default::default()
+        },
+        NodeOs::Linux,
+    );
+    let mut tainted = node(
+        "control-plane",
+        &[("pool", "backup"), ("disk", "ssd")],
+        &[("node-role.kubernetes.io/control-plane", "", "NoSchedule")],
+        false,
+    );
+    let agents = BTreeSet::from(["control-plane".to_owned()]);
+    let expected = Problem::Taint {
+        taint: "node-role.kubernetes.io/control-plane:NoSchedule".to_owned(),
+    };
+    let diagnosis = diagnose(&fragment, std::slice::from_ref(&tainted), &agents);
+    assert_eq!(diagnosis.nodes[0].problems, std::slice::from_ref(&expected));
+    // Absent and empty values read the same.
+    for taint in tainted.spec.as_mut().unwrap().taints.iter_mut().flatten() {
+        taint.value = None;
+    }
+    let diagnosis = diagnose(&fragment, &[tainted], &agents);
+    assert_eq!(diagnosis.nodes[0].problems, [expected]);
 }

@@ -95,7 +95,7 @@ pub fn diagnose(
         Rejection::Taint(taint) => {
             d.explanation = format!(
                 "the node has taint {}, which no toleration of the pod tolerates",
-                crate::taints::describe(taint)
+                kube_validation::taints::describe(taint)
             );
             return Some(d);
         }

@@ -38,10 +38,10 @@
 //! - [`capacity`] / [`ClusterState::capacity`]: how many copies of a pod
 //!   fit, placed one by one with the whole profile (C.40).
 //!
-//! Shared Kubernetes rules have their one home here and are public for other
-//! crates: [`node_selector`] (node selector terms and requirements),
-//! [`taints`] (tolerations) and [`resources`] (a pod's effective requests, a
-//! node's allocatable).
+//! Shared rules public for other crates: [`node_selector`] (node selector
+//! terms and requirements) and [`resources`] (a pod's effective requests, a
+//! node's allocatable). Tolerations, taints and cordons are
+//! [`kube_validation::taints`], with the other Kubernetes rules.
 //!
 //! Node selection is deterministic (spec 0.3, C.22): the feasible node with
 //! the highest weighted total of the normalised scores
@@ -63,7 +63,6 @@ pub mod resources;
 mod result;
 mod selector;
 mod state;
-pub mod taints;
 pub mod volumes;
 mod workloads;
 

@@ -358,5 +358,5 @@ pub(crate) fn has_untolerated_taint(
     taints: &[k8s_openapi::api::core::v1::Taint],
     tolerations: &[Toleration],
 ) -> bool {
-    crate::taints::first_untolerated(taints, tolerations).is_some()
+    kube_validation::taints::first_untolerated(taints, tolerations).is_some()
 }

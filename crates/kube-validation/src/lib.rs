@@ -1,5 +1,6 @@
 //! Kubernetes name, label, label-selector, quantity and `apiVersion`
-//! validation, and the namespace of an object that does not say one.
+//! validation, tolerations ([`taints`]), and the namespace of an object that
+//! does not say one.
 //!
 //! The rules and the wording of the messages are apimachinery's
 //! (`k8s.io/apimachinery/pkg/util/validation`, `pkg/labels.NewRequirement`,
@@ -23,6 +24,7 @@ mod namespace;
 mod quantity;
 mod requirement;
 mod selector;
+pub mod taints;
 
 pub use group_version::{GroupVersion, GroupVersionError, parse_group_version};
 pub use names::{
