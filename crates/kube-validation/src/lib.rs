@@ -19,14 +19,17 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod group_version;
+mod label_matcher;
 mod names;
 mod namespace;
+pub mod node_selector;
 mod quantity;
 mod requirement;
 mod selector;
 pub mod taints;
 
 pub use group_version::{GroupVersion, GroupVersionError, parse_group_version};
+pub use label_matcher::LabelSelectorMatcher;
 pub use names::{
     DNS1123_LABEL_MAX_LENGTH, DNS1123_SUBDOMAIN_MAX_LENGTH, LABEL_VALUE_MAX_LENGTH,
     QUALIFIED_NAME_MAX_LENGTH, is_dns1123_label, is_dns1123_subdomain, is_label_value,

@@ -285,8 +285,16 @@ impl Requirement {
     /// `Requirement.Matches`: `In` needs the key with a listed value,
     /// `NotIn` the key absent or unlisted, `Gt`/`Lt` the key present with a
     /// base-10 integer value on the right side of the bound.
+    #[inline]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_value(labels.get(&self.key).map(String::as_str))
+    }
+
+    /// [`Requirement::matches`] given the value of [`Requirement::key`]
+    /// (`None`: the key is absent), for labels held in another map (e.g.
+    /// the `metadata.labels` of a JSON object).
+    #[inline]
+    pub fn matches_value(&self, value: Option<&str>) -> bool {
         match &self.test {
             Test::In(set) => value.is_some_and(|v| set.contains(v)),
             Test::NotIn(set) => value.is_none_or(|v| !set.contains(v)),
@@ -405,8 +413,14 @@ impl FieldRequirement {
     /// Whether the fields satisfy it (`fields.OneTermEqualSelector` /
     /// `OneTermNotEqualSelector`: a missing field reads as `""`).
     pub fn matches(&self, fields: &BTreeMap<&str, &str>) -> bool {
-        let actual = fields.get(self.key.as_str()).copied().unwrap_or("");
-        (actual == self.value) == self.equal
+        self.matches_value(fields.get(self.key.as_str()).copied())
+    }
+
+    /// [`FieldRequirement::matches`] given the value of the field (`None`:
+    /// missing, read as `""`).
+    #[inline]
+    pub fn matches_value(&self, actual: Option<&str>) -> bool {
+        (actual.unwrap_or("") == self.value) == self.equal
     }
 }
 

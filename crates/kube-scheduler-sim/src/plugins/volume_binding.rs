@@ -28,12 +28,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
+use kube_validation::node_selector::selector_matches;
 use kube_validation::{Quantity, namespace_or_default};
 
-use crate::node_selector::selector_matches;
+use crate::PodSelector;
 use crate::pod_info::PodInfo;
 use crate::result::Reason;
-use crate::selector::PodSelector;
 use crate::volumes::{
     ANN_SELECTED_NODE, NO_PROVISIONER, Storage, claim_class, claim_is_bound, claim_volume_name,
     class_waits_for_consumer,

@@ -1,25 +1,27 @@
-//! Pod and namespace label selectors as kube-scheduler holds them: parsed
-//! once with apimachinery's `LabelSelectorAsSelector`
-//! ([`kube_validation::label_selector_as_selector`], which also words the
-//! errors), then matched with kube-core. A **null** selector matches
-//! nothing, an **empty** one everything (spec 0.4).
+//! Label selectors of API objects (pod affinity terms, namespace selectors,
+//! topology spread constraints, workloads' `spec.selector`) as controllers
+//! and kube-scheduler hold them: parsed once with apimachinery's
+//! `LabelSelectorAsSelector` ([`label_selector_as_selector`], which also
+//! words the errors), then matched with kube-core. A **null** selector
+//! matches nothing (`labels.Nothing()`), an **empty** one everything (M.3).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{Expression, Selector, SelectorExt};
-use kube_validation::{ParseError, label_selector_as_selector};
 
-/// A parsed pod or namespace label selector.
+use crate::requirement::{ParseError, label_selector_as_selector};
+
+/// A parsed label selector (`kube-scheduler-sim` calls it `PodSelector`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PodSelector {
+pub enum LabelSelectorMatcher {
     /// A null selector: matches nothing (`labels.Nothing()`).
     Nothing,
     /// A parsed selector; no expressions means "everything".
     Matching(Selector),
 }
 
-impl PodSelector {
+impl LabelSelectorMatcher {
     /// Parse `selector` (`None` = null = nothing) with apimachinery's rules
     /// and messages.
     pub fn compile(selector: Option<&LabelSelector>) -> Result<Self, ParseError> {
@@ -35,6 +37,7 @@ impl PodSelector {
     }
 
     /// Whether `labels` satisfy the selector.
+    #[inline]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         match self {
             Self::Nothing => false,
@@ -48,8 +51,9 @@ impl PodSelector {
         matches!(self, Self::Matching(s) if s.selects_all())
     }
 
-    /// Add `key In [value]` (the matchLabelKeys merge of topology spread).
-    pub(crate) fn and_equal(&mut self, key: &str, value: &str) {
+    /// Adds `key In [value]` (the `matchLabelKeys` merge of topology spread);
+    /// a null selector stays null.
+    pub fn and_equal(&mut self, key: &str, value: &str) {
         if let Self::Matching(s) = self {
             s.extend(Expression::In(
                 key.to_owned(),
@@ -78,22 +82,26 @@ mod tests {
     #[test]
     fn null_matches_nothing_and_empty_matches_everything() {
         let labels = BTreeMap::from([("a".to_owned(), "b".to_owned())]);
-        assert!(!PodSelector::compile(None).unwrap().matches(&labels));
-        let empty = PodSelector::compile(Some(&LabelSelector::default())).unwrap();
+        assert!(
+            !LabelSelectorMatcher::compile(None)
+                .unwrap()
+                .matches(&labels)
+        );
+        let empty = LabelSelectorMatcher::compile(Some(&LabelSelector::default())).unwrap();
         assert!(empty.matches(&labels));
         assert!(empty.is_everything());
     }
 
     #[test]
     fn not_in_matches_absent_key() {
-        let s = PodSelector::compile(Some(&expr("a", "NotIn", &["x"]))).unwrap();
+        let s = LabelSelectorMatcher::compile(Some(&expr("a", "NotIn", &["x"]))).unwrap();
         assert!(s.matches(&BTreeMap::new()));
         assert!(!s.matches(&BTreeMap::from([("a".into(), "x".into())])));
     }
 
     #[test]
     fn unparsable_selectors_report_apimachinery_errors() {
-        let err = PodSelector::compile(Some(&expr("a", "In", &[]))).unwrap_err();
+        let err = LabelSelectorMatcher::compile(Some(&expr("a", "In", &[]))).unwrap_err();
         assert_eq!(
             err.to_string(),
             "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty"
