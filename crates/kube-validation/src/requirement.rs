@@ -68,7 +68,7 @@ impl FieldError {
     }
 
     /// An error apimachinery builds with `fmt.Errorf` (no field path).
-    fn plain(body: String) -> Self {
+    pub(crate) fn plain(body: String) -> Self {
         Self {
             field: String::new(),
             body,
@@ -158,8 +158,11 @@ pub enum Operator {
     In,
     /// `notin`: key absent or with none of the values.
     NotIn,
-    /// `=`: key present with the one value (a `matchLabels` entry).
+    /// `=` or `==`: key present with the one value (a `matchLabels` entry).
     Equals,
+    /// `!=`: key absent or with another value (only in a selector's text
+    /// form, [`parse_label_selector`](crate::parse_label_selector)).
+    NotEquals,
     /// `exists`.
     Exists,
     /// `!`: key absent.
@@ -216,7 +219,7 @@ impl Requirement {
             Operator::In | Operator::NotIn if list.is_empty() => {
                 Some("for 'in', 'notin' operators, values set can't be empty")
             }
-            Operator::Equals if list.len() != 1 => {
+            Operator::Equals | Operator::NotEquals if list.len() != 1 => {
                 Some("exact-match compatibility requires one single value")
             }
             Operator::Exists | Operator::DoesNotExist if !list.is_empty() => {
@@ -263,7 +266,7 @@ impl Requirement {
         let set = || list.iter().cloned().collect::<BTreeSet<_>>();
         let test = match (operator, bound) {
             (Operator::In | Operator::Equals, _) => Test::In(set()),
-            (Operator::NotIn, _) => Test::NotIn(set()),
+            (Operator::NotIn | Operator::NotEquals, _) => Test::NotIn(set()),
             (Operator::Exists, _) => Test::Exists,
             (Operator::DoesNotExist, _) => Test::DoesNotExist,
             (Operator::GreaterThan, Some(n)) => Test::GreaterThan(n),
