@@ -4,9 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm};
-use kube_validation::node_selector::{
-    field_requirement_holds, node_selector_misses, requirement_holds, term_matches,
-};
+use kube_validation::node_selector::{field_requirement_holds, requirement_holds, term_matches};
+use kube_validation::set_selector_misses;
 use kube_validation::taints;
 use serde::Serialize;
 
@@ -130,7 +129,7 @@ pub fn diagnose(
                 problems.push(Problem::Cordoned);
             }
             if let Some(node_selector) = &fragment.node_selector {
-                for (key, expected) in node_selector_misses(node_selector, labels) {
+                for (key, expected) in set_selector_misses(node_selector, labels) {
                     problems.push(Problem::NodeSelector {
                         key: key.clone(),
                         expected: expected.clone(),

@@ -707,7 +707,7 @@ fn diagnosis_matches_a_pinned_topology_on_a_nameless_node_as_kube_scheduler() {
 }
 
 /// A restore pinned to its selected node (`nodeSelector`) names every pair
-/// the node lacks, as `kube_validation::node_selector::node_selector_misses`
+/// the node lacks, as `kube_validation::set_selector_misses`
 /// (the matcher kube-scheduler-sim's NodeAffinity filter uses) finds them:
 /// an absent key and a different value both miss.
 #[test]

@@ -10,7 +10,7 @@
 //! match. Meant for a `diagnose` command; not fast.
 
 use k8s_openapi::api::core::v1::Pod;
-use kube_validation::node_selector::node_selector_misses;
+use kube_validation::set_selector_misses;
 use serde::{Deserialize, Serialize};
 
 use crate::plugins::node_resources_fit::Insufficient;
@@ -370,7 +370,7 @@ fn explain_ports(state: &ClusterState, info: &crate::pod_info::PodInfo, node: u3
 fn explain_node_affinity(pod: &Pod, labels: &std::collections::BTreeMap<String, String>) -> String {
     let spec = pod.spec.as_ref();
     if let Some(node_selector) = spec.and_then(|s| s.node_selector.as_ref())
-        && let Some((k, v)) = node_selector_misses(node_selector, labels).next()
+        && let Some((k, v)) = set_selector_misses(node_selector, labels).next()
     {
         return match labels.get(k) {
             None => format!("nodeSelector requires {k}={v}, but the node has no label {k:?}"),

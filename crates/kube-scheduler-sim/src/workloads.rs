@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-use kube_validation::namespace_or_default;
+use kube_validation::{namespace_or_default, set_selector_matches};
 
 use crate::PodSelector;
 use crate::pod_info::PodInfo;
@@ -93,7 +93,7 @@ impl WorkloadIndex {
             .into_iter()
             .flat_map(|m| m.values())
         {
-            if sel.iter().all(|(k, v)| pod.labels.get(k) == Some(v)) {
+            if set_selector_matches(sel, &pod.labels) {
                 labels.extend(sel.clone());
             }
         }

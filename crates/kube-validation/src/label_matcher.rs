@@ -63,6 +63,32 @@ impl LabelSelectorMatcher {
     }
 }
 
+/// The pairs of a label set that `labels` lack, in key order:
+/// `labels.SelectorFromSet(set)` is one `key = value` requirement per pair
+/// (`staging/src/k8s.io/apimachinery/pkg/labels/selector.go`, Kubernetes
+/// v1.35.4), so a pair holds only when `labels` has the key with exactly
+/// that value. How a pod's `nodeSelector` selects nodes
+/// (component-helpers `GetRequiredNodeAffinity`, C.1) and a Service's
+/// `spec.selector` selects pods (kube-scheduler's `DefaultSelector`).
+#[inline]
+pub fn set_selector_misses<'a>(
+    set: &'a BTreeMap<String, String>,
+    labels: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = (&'a String, &'a String)> + 'a {
+    set.iter()
+        .filter(move |(key, value)| labels.get(*key) != Some(*value))
+}
+
+/// Whether `labels` satisfy `labels.SelectorFromSet(set)`: no pair is
+/// missing ([`set_selector_misses`]); an empty set selects everything.
+#[inline]
+pub fn set_selector_matches(
+    set: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    set_selector_misses(set, labels).next().is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +132,27 @@ mod tests {
             err.to_string(),
             "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty"
         );
+    }
+
+    #[test]
+    fn a_set_selector_needs_every_key_with_its_value() {
+        let set = BTreeMap::from([
+            ("disk".to_owned(), "ssd".to_owned()),
+            ("empty".to_owned(), String::new()),
+            ("zone".to_owned(), "a".to_owned()),
+        ]);
+        let labels = BTreeMap::from([
+            ("disk".to_owned(), "ssd".to_owned()),
+            ("zone".to_owned(), "b".to_owned()),
+        ]);
+        let misses: Vec<(&str, &str)> = set_selector_misses(&set, &labels)
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(misses, [("empty", ""), ("zone", "a")]);
+        assert!(!set_selector_matches(&set, &labels));
+        assert!(set_selector_matches(&BTreeMap::new(), &labels));
+        let mut all = set.clone();
+        all.insert("x".to_owned(), "y".to_owned());
+        assert!(set_selector_matches(&set, &all));
     }
 }

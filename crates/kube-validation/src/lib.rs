@@ -19,7 +19,7 @@
 //! | rule | where |
 //! |---|---|
 //! | label keys, values, DNS names | [`validate_qualified_name`], [`validate_label_value`], … |
-//! | label selectors: validate, parse, match | [`validate_label_selector`], [`label_selector_as_selector`], [`LabelSelectorMatcher`], [`parse_label_selector`] |
+//! | label selectors: validate, parse, match | [`validate_label_selector`], [`label_selector_as_selector`], [`LabelSelectorMatcher`], [`parse_label_selector`], [`set_selector_matches`] |
 //! | node selectors: `nodeSelector`, required and preferred node affinity | [`node_selector`] |
 //! | taints, tolerations, cordons | [`taints`] |
 //! | quantities | [`Quantity`] |
@@ -44,7 +44,7 @@ mod selector;
 pub mod taints;
 
 pub use group_version::{GroupVersion, GroupVersionError, parse_group_version};
-pub use label_matcher::LabelSelectorMatcher;
+pub use label_matcher::{LabelSelectorMatcher, set_selector_matches, set_selector_misses};
 pub use label_text::parse_label_selector;
 pub use names::{
     DNS1123_LABEL_MAX_LENGTH, DNS1123_SUBDOMAIN_MAX_LENGTH, LABEL_VALUE_MAX_LENGTH,

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm,
 };
 
+use crate::label_matcher::set_selector_matches;
 use crate::requirement::{
     FieldRequirement, ParseError, Requirement, node_selector_field_requirement,
     node_selector_requirement,
@@ -198,31 +199,9 @@ pub fn selector_matches(
     NodeSelectorMatcher::parse(selector).matches(node_name, labels)
 }
 
-/// The `nodeSelector` pairs a node's labels lack, in key order: component-helpers
-/// matches a pod's `nodeSelector` as `labels.SelectorFromSet`, one
-/// `key = value` requirement per pair, so a pair holds only when the node
-/// has the key with exactly that value (C.1).
-#[inline]
-pub fn node_selector_misses<'a>(
-    node_selector: &'a BTreeMap<String, String>,
-    labels: &'a BTreeMap<String, String>,
-) -> impl Iterator<Item = (&'a String, &'a String)> + 'a {
-    node_selector
-        .iter()
-        .filter(move |(key, value)| labels.get(*key) != Some(*value))
-}
-
-/// Whether a node's labels satisfy a pod's `nodeSelector` (no pair is
-/// missing, [`node_selector_misses`]).
-#[inline]
-pub fn node_selector_matches(
-    node_selector: &BTreeMap<String, String>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    node_selector_misses(node_selector, labels).next().is_none()
-}
-
-/// `nodeSelector` plus required node affinity (`GetRequiredNodeAffinity`).
+/// `nodeSelector` plus required node affinity (`GetRequiredNodeAffinity`);
+/// the `nodeSelector` is matched as `labels.SelectorFromSet`
+/// ([`set_selector_matches`](crate::set_selector_matches), C.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequiredNodeAffinity {
     node_selector: Option<BTreeMap<String, String>>,
@@ -252,7 +231,7 @@ impl RequiredNodeAffinity {
     #[inline]
     pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
         if let Some(sel) = &self.node_selector
-            && !node_selector_matches(sel, labels)
+            && !set_selector_matches(sel, labels)
         {
             return false;
         }
@@ -447,13 +426,9 @@ mod tests {
     fn node_selector_pairs_need_the_key_with_the_value() {
         let selector = labels(&[("disk", "ssd"), ("empty", ""), ("zone", "a")]);
         let node = labels(&[("disk", "ssd"), ("zone", "b")]);
-        let misses: Vec<(&str, &str)> = node_selector_misses(&selector, &node)
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        assert_eq!(misses, [("empty", ""), ("zone", "a")]);
-        assert!(!node_selector_matches(&selector, &node));
+        let affinity = RequiredNodeAffinity::new(Some(&selector), None);
+        assert!(!affinity.matches("n", &node));
         let node = labels(&[("disk", "ssd"), ("empty", ""), ("zone", "a"), ("x", "y")]);
-        assert!(node_selector_matches(&selector, &node));
         let affinity = RequiredNodeAffinity::new(Some(&selector), None);
         assert!(affinity.matches("n", &node));
         assert!(!affinity.matches("n", &labels(&[("disk", "ssd")])));
