@@ -114,18 +114,20 @@ pub fn parse() -> Cli {
 }
 
 /// Why a `--datamover` value is refused, if it is: empty (Velero's
-/// built-in data mover) or `velero`. Velero's own node-agent accepts the
+/// built-in data mover) or `velero` once trimmed
+/// ([`velero_api::is_built_in_data_mover`]). Velero's own node-agent accepts the
 /// built-in data mover's loads; gating them too makes the two race for
 /// each `New` load, and when this controller wins, Velero never exposes
 /// the volume and later cancels the load.
 pub fn refused_datamover(name: &str) -> Option<String> {
     let trimmed = name.trim();
+    if !velero_api::is_built_in_data_mover(Some(trimmed)) {
+        return None;
+    }
     let which = if trimmed.is_empty() {
         "an empty data mover name means Velero's built-in data mover"
-    } else if trimmed == "velero" {
-        "`velero` is Velero's built-in data mover"
     } else {
-        return None;
+        "`velero` is Velero's built-in data mover"
     };
     Some(format!(
         "--datamover {name:?} is refused: {which}, whose loads Velero's node-agent accepts itself; \

@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm};
-use kube_scheduler_sim::node_selector::{field_requirement_holds, requirement_holds, term_matches};
-use kube_scheduler_sim::plugins::node_unschedulable;
-use kube_scheduler_sim::taints;
+use kube_validation::node_selector::{field_requirement_holds, requirement_holds, term_matches};
+use kube_validation::set_selector_misses;
+use kube_validation::taints;
 use serde::Serialize;
 
 use crate::fragment::PodFragment;
@@ -66,7 +66,8 @@ pub enum Problem {
     NoTerms,
     /// A taint that no toleration of the pod tolerates.
     Taint {
-        /// `key=value:effect`.
+        /// `key=value:Effect`, or `key:Effect` without a value
+        /// (`kube_validation::taints::describe`).
         taint: String,
     },
 }
@@ -124,39 +125,28 @@ pub fn diagnose(
             if !node_agent_nodes.contains(&name) {
                 problems.push(Problem::NodeAgentNotRunning);
             }
-            if !node_unschedulable::fits(node, &fragment.tolerations) {
+            if !taints::cordon_admits(node, &fragment.tolerations) {
                 problems.push(Problem::Cordoned);
             }
-            for (key, expected) in fragment.node_selector.iter().flatten() {
-                let actual = labels.get(key);
-                if actual != Some(expected) {
+            if let Some(node_selector) = &fragment.node_selector {
+                for (key, expected) in set_selector_misses(node_selector, labels) {
                     problems.push(Problem::NodeSelector {
                         key: key.clone(),
                         expected: expected.clone(),
-                        actual: actual.cloned(),
+                        actual: labels.get(key).cloned(),
                     });
                 }
             }
             affinity_problems(fragment, &name, labels, &mut problems);
-            for taint in node
+            let node_taints = node
                 .spec
                 .as_ref()
-                .and_then(|s| s.taints.as_ref())
-                .into_iter()
-                .flatten()
-            {
-                if taints::blocks_scheduling(taint)
-                    && !taints::tolerated(&fragment.tolerations, taint)
-                {
-                    problems.push(Problem::Taint {
-                        taint: format!(
-                            "{}={}:{}",
-                            taint.key,
-                            taint.value.as_deref().unwrap_or_default(),
-                            taint.effect
-                        ),
-                    });
-                }
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or_default();
+            for taint in taints::untolerated(node_taints, &fragment.tolerations) {
+                problems.push(Problem::Taint {
+                    taint: taints::describe(taint),
+                });
             }
             NodeVerdict {
                 node: name,
@@ -239,13 +229,16 @@ fn affinity_problems(
                 match_expressions: Some(expressions(term)[..*n].to_vec()),
                 match_fields: term.match_fields.clone(),
             };
-            let holds = topology_term
-                .match_expressions
-                .iter()
-                .flatten()
-                .all(|r| requirement_holds(r, labels) == Some(true))
-                && (topology_term.match_fields.is_none()
-                    || term_fields_match(&topology_term, name));
+            // The PV term's own part, matched as kube-scheduler matches a
+            // term (a node without a name has no fields to check). Empty, it
+            // adds nothing to the pod's term, which also carries the OS
+            // requirement, so it holds.
+            let own_is_empty = *n == 0
+                && topology_term
+                    .match_fields
+                    .as_ref()
+                    .is_none_or(Vec::is_empty);
+            let holds = own_is_empty || term_matches(&topology_term, name, labels);
             if holds {
                 any = true;
                 break;
@@ -256,13 +249,6 @@ fn affinity_problems(
             problems.push(Problem::VolumeTopology { failing });
         }
     }
-}
-
-fn term_fields_match(term: &NodeSelectorTerm, name: &str) -> bool {
-    term.match_fields
-        .iter()
-        .flatten()
-        .all(|f| field_requirement_holds(f, name) == Some(true))
 }
 
 fn first_failure(term: &NodeSelectorTerm, name: &str, labels: &BTreeMap<String, String>) -> String {

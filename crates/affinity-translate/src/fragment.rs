@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{
     Toleration,
 };
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
+use kube_validation::taints;
 use serde::{Deserialize, Serialize};
 
 use crate::config::NodeAgentConfig;
@@ -128,7 +129,7 @@ fn os_requirement(os: NodeOs) -> NodeSelectorRequirement {
 fn os_tolerations(os: NodeOs) -> Vec<Toleration> {
     match os {
         NodeOs::Linux => Vec::new(),
-        NodeOs::Windows => ["NoSchedule", "NoExecute"]
+        NodeOs::Windows => [taints::NO_SCHEDULE, taints::NO_EXECUTE]
             .into_iter()
             .map(|effect| Toleration {
                 key: Some("os".to_owned()),

@@ -69,7 +69,7 @@ pub fn selector_requirements(selector: &LabelSelector) -> Vec<NodeSelectorRequir
 ///
 /// Load-affinity selection (A2.1–A2.5) and translation of a label selector
 /// to node affinity (A2.7–A2.12). Matching node affinity against nodes is
-/// `kube-scheduler-sim`'s (`node_selector`).
+/// `kube_validation::node_selector`'s.
 pub fn to_affinity(
     requirements: &[NodeSelectorRequirement],
     volume_topology: Option<&NodeSelector>,

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{
-    BackupVolume, FragmentError, NodeOs, RestoreVolume, backup_fragment, backup_fragment_for,
-    diagnose, load_json, restore_fragment, restore_fragment_for,
+    BackupVolume, FragmentError, NodeOs, Problem, RestoreVolume, backup_fragment,
+    backup_fragment_for, diagnose, load_json, restore_fragment, restore_fragment_for,
 };
 use k8s_openapi::api::core::v1::{
     Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, PersistentVolume,
@@ -610,4 +610,130 @@ fn diagnosis_tolerates_taints_exactly_as_kube_scheduler() {
         diagnosis.schedulable(),
         ["cordoned", "empty-key", "empty-operator"]
     );
+}
+
+/// A taint without a value is named `key:Effect`, as `Taint.ToString` writes
+/// it (`k8s.io/api/core/v1/taint.go`, Kubernetes v1.35.4) and as
+/// kube-scheduler-sim's diagnosis names it (`kube_validation::taints::describe`,
+/// the one writer); this diagnosis used to print `key=:Effect`.
+#[test]
+fn diagnosis_names_a_taint_without_a_value_as_kube_scheduler_sim_does() {
+    let fragment = backup_fragment(
+        &config(),
+        &BackupVolume {
+            source_storage_class: "standard",
+            ..Default::default()
+        },
+        NodeOs::Linux,
+    );
+    let mut tainted = node(
+        "control-plane",
+        &[("pool", "backup"), ("disk", "ssd")],
+        &[("node-role.kubernetes.io/control-plane", "", "NoSchedule")],
+        false,
+    );
+    let agents = BTreeSet::from(["control-plane".to_owned()]);
+    let expected = Problem::Taint {
+        taint: "node-role.kubernetes.io/control-plane:NoSchedule".to_owned(),
+    };
+    let diagnosis = diagnose(&fragment, std::slice::from_ref(&tainted), &agents);
+    assert_eq!(diagnosis.nodes[0].problems, std::slice::from_ref(&expected));
+    // Absent and empty values read the same.
+    for taint in tainted.spec.as_mut().unwrap().taints.iter_mut().flatten() {
+        taint.value = None;
+    }
+    let diagnosis = diagnose(&fragment, &[tainted], &agents);
+    assert_eq!(diagnosis.nodes[0].problems, [expected]);
+}
+
+/// A node without a name has no fields: kube-scheduler skips a term's
+/// `matchFields` there (component-helpers `nodeaffinity.go`,
+/// `extractNodeFields` and `nodeSelectorTerm.match`, Kubernetes v1.35.4), so
+/// a volume topology that pins `metadata.name` does not keep the pod off it.
+/// The diagnosis matches terms with `kube_validation::node_selector`, the
+/// one matcher, and agrees with it; it used to compare the pinned name with
+/// `""` and report the volume unreachable.
+#[test]
+fn diagnosis_matches_a_pinned_topology_on_a_nameless_node_as_kube_scheduler() {
+    let pinned = NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![requirement("metadata.name", "In", &["n9"])]),
+        }],
+    };
+    let fragment = backup_fragment(
+        &config(),
+        &BackupVolume {
+            source_storage_class: "standard",
+            wait_for_first_consumer: true,
+            pv_node_affinity: Some(&pinned),
+            attached_nodes: &[],
+        },
+        NodeOs::Linux,
+    );
+    let labels = [("pool", "backup"), ("disk", "ssd")];
+    let mut nameless = node("nameless", &labels, &[], false);
+    nameless.metadata.name = None;
+    let nodes = vec![
+        nameless,
+        node("n8", &labels, &[], false),
+        node("n9", &labels, &[], false),
+    ];
+    let agents = BTreeSet::from([String::new(), "n8".to_owned(), "n9".to_owned()]);
+    let diagnosis = diagnose(&fragment, &nodes, &agents);
+    assert_eq!(diagnosis.schedulable(), ["", "n9"]);
+    assert!(matches!(
+        diagnosis.nodes[1].problems.as_slice(),
+        [Problem::VolumeTopology { .. }]
+    ));
+    let required = fragment
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .unwrap();
+    for (node, verdict) in nodes.iter().zip(&diagnosis.nodes) {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let node_labels = node.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(
+            kube_validation::node_selector::selector_matches(required, name, &node_labels),
+            verdict.problems.is_empty(),
+            "{name:?}"
+        );
+    }
+}
+
+/// A restore pinned to its selected node (`nodeSelector`) names every pair
+/// the node lacks, as `kube_validation::set_selector_misses`
+/// (the matcher kube-scheduler-sim's NodeAffinity filter uses) finds them:
+/// an absent key and a different value both miss.
+#[test]
+fn diagnosis_names_the_node_selector_pairs_the_node_lacks() {
+    let fragment = restore_fragment(
+        &config(),
+        &RestoreVolume {
+            storage_class: "gp3",
+            wait_for_first_consumer: true,
+            selected_node: Some("w1"),
+        },
+        NodeOs::Linux,
+    );
+    let nodes = vec![
+        node("w1", &[("kubernetes.io/hostname", "w1")], &[], false),
+        node("w2", &[("kubernetes.io/hostname", "w2")], &[], false),
+        node("w3", &[], &[], false),
+    ];
+    let agents: BTreeSet<String> = ["w1", "w2", "w3"].map(str::to_owned).into();
+    let diagnosis = diagnose(&fragment, &nodes, &agents);
+    assert_eq!(diagnosis.schedulable(), ["w1"]);
+    let pinned = |actual: Option<&str>| Problem::NodeSelector {
+        key: "kubernetes.io/hostname".to_owned(),
+        expected: "w1".to_owned(),
+        actual: actual.map(str::to_owned),
+    };
+    assert_eq!(diagnosis.nodes[1].problems, [pinned(Some("w2"))]);
+    assert_eq!(diagnosis.nodes[2].problems, [pinned(None)]);
 }

@@ -341,7 +341,7 @@ proptest! {
 }
 
 /// Whether an affinity's required node affinity admits a node (none: every
-/// node), by the scheduler crate's node selector matching.
+/// node), by the workspace's node selector matching (`kube-validation`).
 fn matches_required_node_affinity(
     affinity: Option<&k8s_openapi::api::core::v1::Affinity>,
     node_name: &str,
@@ -353,5 +353,5 @@ fn matches_required_node_affinity(
             n.required_during_scheduling_ignored_during_execution
                 .as_ref()
         })
-        .is_none_or(|s| kube_scheduler_sim::node_selector::selector_matches(s, node_name, labels))
+        .is_none_or(|s| kube_validation::node_selector::selector_matches(s, node_name, labels))
 }

@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use kube_validation::namespace_or_default;
+
 use crate::error::Error;
 
 /// Log output format.
@@ -130,7 +132,8 @@ pub struct LeaderElectionConfig {
 impl LeaderElectionArgs {
     /// Resolves defaults: `controller_name` for the Lease name, the
     /// `POD_NAMESPACE` value (passed in by the caller, so this stays free of
-    /// environment reads) or `default` for its namespace, `fallback_identity`
+    /// environment reads) or `default` for its namespace (an empty value
+    /// counts as absent, [`kube_validation::namespace_or_default`]), `fallback_identity`
     /// for the identity. Rejects a renew time not below the duration.
     pub fn resolve(
         &self,
@@ -154,11 +157,13 @@ impl LeaderElectionArgs {
                 .lease_name
                 .clone()
                 .unwrap_or_else(|| controller_name.to_owned()),
-            lease_namespace: self
-                .lease_namespace
-                .clone()
-                .or_else(|| pod_namespace.map(str::to_owned))
-                .unwrap_or_else(|| "default".to_owned()),
+            lease_namespace: namespace_or_default(
+                [self.lease_namespace.as_deref(), pod_namespace]
+                    .into_iter()
+                    .flatten()
+                    .find(|namespace| !namespace.is_empty()),
+            )
+            .to_owned(),
             identity: self
                 .leader_identity
                 .clone()

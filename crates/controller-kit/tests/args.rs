@@ -147,6 +147,28 @@ fn lease_defaults_come_from_the_controller_name_and_pod_namespace() {
     assert_eq!(le.lease_namespace, "default");
 }
 
+/// An empty `POD_NAMESPACE` or `--lease-namespace` counts as absent (the
+/// workspace's one namespace default, `kube_validation::namespace_or_default`):
+/// the Lease goes to the next source, then to `default`, never to the
+/// namespace `""`, which the API server reads as cluster scope.
+#[test]
+fn empty_lease_namespaces_count_as_absent() {
+    let cli = Cli::try_parse_from(["demo"]).unwrap();
+    let le = cli
+        .common
+        .leader
+        .resolve("demo-controller", Some(""), "host-1")
+        .unwrap();
+    assert_eq!(le.lease_namespace, "default");
+    let cli = Cli::try_parse_from(["demo", "--lease-namespace", ""]).unwrap();
+    let le = cli
+        .common
+        .leader
+        .resolve("demo-controller", Some("velero"), "host-1")
+        .unwrap();
+    assert_eq!(le.lease_namespace, "velero");
+}
+
 #[test]
 fn help_output_is_stable() {
     let help = Cli::command()

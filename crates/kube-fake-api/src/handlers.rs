@@ -1,6 +1,7 @@
 //! The verbs other than watch: get, list, create, update, patch, delete,
 //! deletecollection, and discovery. Each works on the locked [`Store`].
 
+use kube_validation::namespace_or_default;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -611,15 +612,17 @@ pub fn create_object(
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
     }
+    // An empty namespace in the body is unset: the request's namespace
+    // fills it, as kube-apiserver's `EnsureObjectNamespaceMatchesRequestNamespace`
+    // does; an object seeded without any namespace is in `default`.
     let body_ns = obj
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
+        .filter(|ns| !ns.is_empty())
         .map(str::to_owned);
     let ns = if info.namespaced {
-        let ns = namespace
-            .map(str::to_owned)
-            .or(body_ns.clone())
-            .unwrap_or_else(|| "default".to_owned());
+        let ns = namespace_or_default(namespace.filter(|ns| !ns.is_empty()).or(body_ns.as_deref()))
+            .to_owned();
         if body_ns.as_ref().is_some_and(|b| *b != ns) {
             return Err(ApiError::bad_request(format!(
                 "the namespace of the provided object ({}) does not match the namespace sent on the request ({ns})",

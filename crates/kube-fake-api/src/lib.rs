@@ -169,7 +169,7 @@ impl FakeApi {
 
     /// A [`kube::Client`] talking to this stand-in, default namespace `default`.
     pub fn client(&self) -> kube::Client {
-        kube::Client::new(self.clone(), "default")
+        kube::Client::new(self.clone(), kube_validation::DEFAULT_NAMESPACE)
     }
 
     /// A [`kube::Client`] whose requests carry the identity of the

@@ -1,9 +1,13 @@
 //! Label and field selectors as sent in `labelSelector=` / `fieldSelector=`.
 //!
-//! Label selector grammar (the one `kubectl` and kube-core's `Selector`
-//! display produce): comma-separated requirements `key`, `!key`, `key=v`,
-//! `key==v`, `key!=v`, `key in (a,b)`, `key notin (a,b)`. `!=` and `notin`
-//! also match objects without the label, as on the real API server.
+//! Label selectors are parsed as kube-apiserver parses them, by
+//! apimachinery's `labels.Parse` ([`kube_validation::parse_label_selector`],
+//! the workspace's one label-selector parser): `key`, `!key`, `key=v`,
+//! `key==v`, `key!=v`, `key in (a,b)`, `key notin (a,b)`, `key>n`, `key<n`,
+//! comma-separated; keys must be qualified names, values label values, and
+//! an unparsable selector is `400 BadRequest` with apimachinery's message.
+//! `!=` and `notin` also match objects without the label, as on the real
+//! API server.
 //!
 //! Field selectors: comma-separated `path=v`, `path==v`, `path!=v` where path
 //! is a dotted path into the object (`metadata.name`, `metadata.namespace`,
@@ -11,125 +15,34 @@
 //! which only accepts a per-type list of fields; a missing field compares as
 //! the empty string.
 
+use kube_validation::{Requirement, parse_label_selector};
 use serde_json::Value;
 
 use crate::error::ApiError;
 
-/// One label requirement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LabelRequirement {
-    /// `key=value` / `key==value`.
-    Equals(String, String),
-    /// `key!=value` (also true when the label is absent).
-    NotEquals(String, String),
-    /// `key in (v1,v2)`.
-    In(String, Vec<String>),
-    /// `key notin (v1,v2)` (also true when the label is absent).
-    NotIn(String, Vec<String>),
-    /// `key`.
-    Exists(String),
-    /// `!key`.
-    DoesNotExist(String),
-}
-
 /// A parsed label selector: all requirements must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector(pub Vec<LabelRequirement>);
-
-fn check_key(key: &str, whole: &str) -> Result<String, ApiError> {
-    let key = key.trim();
-    if key.is_empty()
-        || key.contains(char::is_whitespace)
-        || key.contains(['(', ')', ',', '=', '!'])
-    {
-        return Err(ApiError::bad_request(format!(
-            "unable to parse requirement: invalid label key {key:?} in labelSelector {whole:?}"
-        )));
-    }
-    Ok(key.to_owned())
-}
-
-fn split_top_level(s: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0usize;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&s[start..]);
-    parts
-}
+pub struct LabelSelector(pub Vec<Requirement>);
 
 impl LabelSelector {
-    /// Parses a `labelSelector` query value. Empty means "everything".
+    /// Parses a `labelSelector` query value (`labels.Parse`). Empty means
+    /// "everything"; an error is the API server's `400 BadRequest` with
+    /// apimachinery's message.
     pub fn parse(s: &str) -> Result<Self, ApiError> {
-        let mut reqs = Vec::new();
-        if s.trim().is_empty() {
-            return Ok(Self(reqs));
-        }
-        for part in split_top_level(s) {
-            let p = part.trim();
-            let req = if let Some(k) = p.strip_prefix('!') {
-                LabelRequirement::DoesNotExist(check_key(k, s)?)
-            } else if let Some(open) = p.find('(') {
-                let Some(inner) = p[open + 1..].strip_suffix(')') else {
-                    return Err(ApiError::bad_request(format!(
-                        "unable to parse requirement {p:?}: missing ')' in labelSelector {s:?}"
-                    )));
-                };
-                let head = p[..open].trim();
-                let Some((key, op)) = head.rsplit_once(char::is_whitespace) else {
-                    return Err(ApiError::bad_request(format!(
-                        "unable to parse requirement {p:?}: expected 'key in (...)' or 'key notin (...)'"
-                    )));
-                };
-                let values: Vec<String> = inner
-                    .split(',')
-                    .map(|v| v.trim().to_owned())
-                    .filter(|v| !v.is_empty())
-                    .collect();
-                match op {
-                    "in" => LabelRequirement::In(check_key(key, s)?, values),
-                    "notin" => LabelRequirement::NotIn(check_key(key, s)?, values),
-                    other => {
-                        return Err(ApiError::bad_request(format!(
-                            "unable to parse requirement {p:?}: unknown operator {other:?}"
-                        )));
-                    }
-                }
-            } else if let Some((k, v)) = p.split_once("!=") {
-                LabelRequirement::NotEquals(check_key(k, s)?, v.trim().to_owned())
-            } else if let Some((k, v)) = p.split_once("==") {
-                LabelRequirement::Equals(check_key(k, s)?, v.trim().to_owned())
-            } else if let Some((k, v)) = p.split_once('=') {
-                LabelRequirement::Equals(check_key(k, s)?, v.trim().to_owned())
-            } else {
-                LabelRequirement::Exists(check_key(p, s)?)
-            };
-            reqs.push(req);
-        }
-        Ok(Self(reqs))
+        parse_label_selector(s)
+            .map(Self)
+            .map_err(|e| ApiError::bad_request(e.to_string()))
     }
 
     /// Whether `object`'s `metadata.labels` satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
         let labels = object.pointer("/metadata/labels");
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-        self.0.iter().all(|req| match req {
-            LabelRequirement::Equals(k, v) => get(k) == Some(v.as_str()),
-            LabelRequirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
-            LabelRequirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            LabelRequirement::NotIn(k, vs) => !get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            LabelRequirement::Exists(k) => get(k).is_some(),
-            LabelRequirement::DoesNotExist(k) => get(k).is_none(),
+        self.0.iter().all(|requirement| {
+            requirement.matches_value(
+                labels
+                    .and_then(|l| l.get(requirement.key()))
+                    .and_then(Value::as_str),
+            )
         })
     }
 }
@@ -258,6 +171,64 @@ mod tests {
             let err = LabelSelector::parse(bad).unwrap_err();
             assert_eq!(err.code, 400, "{bad}");
         }
+    }
+
+    /// The stand-in used to have its own parser, with its own key check and
+    /// messages; it now answers as kube-apiserver, which parses with
+    /// apimachinery's `labels.Parse` (`staging/src/k8s.io/apimachinery/pkg/labels/selector.go`,
+    /// Kubernetes v1.35.4) and returns its error as a `400 BadRequest`
+    /// message. Each case is one the two parsers answered differently.
+    #[test]
+    fn label_selectors_are_parsed_as_kube_apiserver_parses_them() {
+        let refused = |text: &str| {
+            let err = LabelSelector::parse(text).unwrap_err();
+            assert_eq!(err.code, 400, "{text}");
+            err.message
+        };
+        // Keys are qualified names (was: anything without spaces or
+        // operator characters).
+        assert!(
+            refused("-app=web").starts_with("unable to parse requirement: <nil>: Invalid value: \"-app\": name part must consist of"),
+            "{}",
+            refused("-app=web")
+        );
+        assert!(
+            refused(&format!("{}=x", "k".repeat(64)))
+                .contains("must be no more than 63 characters")
+        );
+        // Values are label values (was: anything).
+        assert!(
+            refused("app=-web").starts_with(
+                "unable to parse requirement: values[0][app]: Invalid value: \"-web\""
+            )
+        );
+        // The syntax errors are apimachinery's.
+        assert_eq!(
+            refused("app=web,"),
+            "found '', expected: identifier after ','"
+        );
+        assert_eq!(
+            refused("a b"),
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        // `>` and `<` compare integers (was: part of a key, `cores>4` exists).
+        let o = obj(json!({"cores": "8"}));
+        assert!(LabelSelector::parse("cores>4").unwrap().matches(&o));
+        assert!(!LabelSelector::parse("cores<4").unwrap().matches(&o));
+        // `()` and a trailing comma list the empty value (was: no value, so
+        // `in ()` matched nothing).
+        let empty = obj(json!({"tier": ""}));
+        assert!(LabelSelector::parse("tier in ()").unwrap().matches(&empty));
+        assert!(
+            LabelSelector::parse("tier in (a,)")
+                .unwrap()
+                .matches(&empty)
+        );
+        assert!(
+            !LabelSelector::parse("tier in ()")
+                .unwrap()
+                .matches(&obj(json!({})))
+        );
     }
 
     #[test]

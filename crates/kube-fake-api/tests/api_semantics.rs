@@ -48,6 +48,37 @@ async fn create_conflicts_and_generate_name() {
     );
 }
 
+/// An empty `metadata.namespace` is unset: kube-apiserver fills it from the
+/// request (`k8s.io/apiserver/pkg/registry/rest/meta.go`,
+/// `EnsureObjectNamespaceMatchesRequestNamespace`, Kubernetes v1.35.4), and
+/// an object seeded without a namespace is in `default`
+/// (`kube_validation::namespace_or_default`, the workspace's one rule).
+#[tokio::test]
+async fn an_empty_namespace_is_unset() {
+    let fake = FakeApi::new();
+    let mut blank = cm("blank");
+    blank.metadata.namespace = Some(String::new());
+    let created = Api::<ConfigMap>::namespaced(fake.client(), "x")
+        .create(&PostParams::default(), &blank)
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.namespace.as_deref(), Some("x"));
+    let mut other = cm("other");
+    other.metadata.namespace = Some("y".into());
+    let err = Api::<ConfigMap>::namespaced(fake.client(), "x")
+        .create(&PostParams::default(), &other)
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(err), (400, "BadRequest".into()));
+    let seeded = fake.seed(&blank).unwrap();
+    assert_eq!(seeded.metadata.namespace.as_deref(), Some("default"));
+    assert!(
+        fake.get::<ConfigMap>(Some("default"), "blank")
+            .unwrap()
+            .is_some()
+    );
+}
+
 #[tokio::test]
 async fn replace_and_patch_honour_resource_version_preconditions() {
     let fake = FakeApi::new();

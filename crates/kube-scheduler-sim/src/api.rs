@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube_validation::namespace_or_default;
 use serde::{Deserialize, Serialize};
 
 use crate::profile::{AllNodes, CoreEval, evaluate, select, totals};
@@ -322,7 +323,7 @@ pub fn schedule_snapshot(
     } = *snapshot;
     opts.validate()?;
     let is_target = |p: &Pod| {
-        p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+        namespace_or_default(p.metadata.namespace.as_deref()) == namespace
             && p.metadata.name.as_deref() == Some(name)
     };
     let target = pods
@@ -422,10 +423,7 @@ pub fn schedule_all_snapshot(
     pending.sort_by_key(|p| {
         (
             p.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            p.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
+            namespace_or_default(p.metadata.namespace.as_deref()).to_owned(),
             p.metadata.name.clone(),
         )
     });

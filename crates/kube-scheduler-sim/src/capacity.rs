@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube_validation::namespace_or_default;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{Placement, ScheduleError};
@@ -93,7 +94,7 @@ impl ClusterState {
         opts: &Options,
     ) -> Result<Capacity, ScheduleError> {
         opts.validate()?;
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let namespace = namespace_or_default(pod.metadata.namespace.as_deref());
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let mut result = Capacity {
             pod: format!("{namespace}/{name}"),

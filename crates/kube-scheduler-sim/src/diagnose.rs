@@ -10,6 +10,7 @@
 //! match. Meant for a `diagnose` command; not fast.
 
 use k8s_openapi::api::core::v1::Pod;
+use kube_validation::set_selector_misses;
 use serde::{Deserialize, Serialize};
 
 use crate::plugins::node_resources_fit::Insufficient;
@@ -95,7 +96,7 @@ pub fn diagnose(
         Rejection::Taint(taint) => {
             d.explanation = format!(
                 "the node has taint {}, which no toleration of the pod tolerates",
-                crate::taints::describe(taint)
+                kube_validation::taints::describe(taint)
             );
             return Some(d);
         }
@@ -368,20 +369,15 @@ fn explain_ports(state: &ClusterState, info: &crate::pod_info::PodInfo, node: u3
 
 fn explain_node_affinity(pod: &Pod, labels: &std::collections::BTreeMap<String, String>) -> String {
     let spec = pod.spec.as_ref();
-    for (k, v) in spec
-        .and_then(|s| s.node_selector.as_ref())
-        .into_iter()
-        .flatten()
+    if let Some(node_selector) = spec.and_then(|s| s.node_selector.as_ref())
+        && let Some((k, v)) = set_selector_misses(node_selector, labels).next()
     {
-        match labels.get(k) {
-            None => {
-                return format!("nodeSelector requires {k}={v}, but the node has no label {k:?}");
+        return match labels.get(k) {
+            None => format!("nodeSelector requires {k}={v}, but the node has no label {k:?}"),
+            Some(actual) => {
+                format!("nodeSelector requires {k}={v}, but the node has {k}={actual}")
             }
-            Some(actual) if actual != v => {
-                return format!("nodeSelector requires {k}={v}, but the node has {k}={actual}");
-            }
-            _ => {}
-        }
+        };
     }
     let terms = spec
         .and_then(|s| s.affinity.as_ref())

@@ -38,12 +38,14 @@
 //! - [`capacity`] / [`ClusterState::capacity`]: how many copies of a pod
 //!   fit, placed one by one with the whole profile (C.40).
 //!
-//! Shared Kubernetes rules have their one home here and are public for other
-//! crates: [`node_selector`] (node selector terms and requirements),
-//! [`taints`] (tolerations) and [`resources`] (a pod's effective requests, a
-//! node's allocatable).
+//! The Kubernetes rules the plugins apply — label selectors ([`PodSelector`]),
+//! node selector terms ([`kube_validation::node_selector`]), tolerations and
+//! cordons ([`kube_validation::taints`]), quantities, the namespace default —
+//! are `kube-validation`'s, their one home in the workspace. [`resources`]
+//! (a pod's effective requests, a node's allocatable) is public for other
+//! crates.
 //!
-//! Node selection is deterministic (spec 0.3, C.22): the feasible node with
+//! Node selection is deterministic (M.2, C.22): the feasible node with
 //! the highest weighted total of the normalised scores
 //! ([`ScheduleResult::totals`], C.21), ties to the first node in name order.
 #![warn(missing_docs)]
@@ -54,16 +56,13 @@ mod api;
 mod capacity;
 mod diagnose;
 mod fast_hash;
-pub mod node_selector;
 mod pair_counts;
 pub mod plugins;
 mod pod_info;
 mod profile;
 pub mod resources;
 mod result;
-mod selector;
 mod state;
-pub mod taints;
 pub mod volumes;
 mod workloads;
 
@@ -75,12 +74,15 @@ pub use api::{
 };
 pub use capacity::{Capacity, DEFAULT_MAX_COPIES, capacity, capacity_copy};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
+/// A parsed pod or namespace label selector: [`kube_validation`]'s
+/// [`LabelSelectorMatcher`](kube_validation::LabelSelectorMatcher) (a null
+/// selector matches nothing, an empty one everything, M.3).
+pub use kube_validation::LabelSelectorMatcher as PodSelector;
 pub use pod_info::PodInfo;
 pub use result::{
     Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, SCORE_WEIGHTS,
     ScheduleResult, Scores,
 };
-pub use selector::PodSelector;
 pub use state::{ClusterState, PodId, StateError};
 pub use volumes::StorageObjects;
 pub use workloads::Workloads;

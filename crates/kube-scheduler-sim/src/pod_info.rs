@@ -5,13 +5,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm};
 
-use kube_validation::ParseError;
+use kube_validation::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
+use kube_validation::{ParseError, namespace_or_default};
 
-use crate::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
+use crate::PodSelector;
 use crate::plugins::image_locality::pod_images;
+use crate::plugins::node_affinity::name_shortcut;
 use crate::plugins::node_ports::{HostPort, host_ports};
 use crate::resources::{QuantityProblem, Resources, pod_non_zero_requests, pod_requests};
-use crate::selector::PodSelector;
 
 /// Which namespaces a term looks at (C.7): a name set, or namespaces whose
 /// labels match a selector.
@@ -112,6 +113,10 @@ pub struct PodInfo {
     pub(crate) node_name: Option<String>,
     pub(crate) terminating: bool,
     pub(crate) required_node: RequiredNodeAffinity,
+    /// NodeAffinity's PreFilter (C.4): the union of the `metadata.name In`
+    /// names when every required term pins some; `Some(empty)` is a
+    /// conflict.
+    pub(crate) node_name_shortcut: Option<BTreeSet<String>>,
     /// Preferred node affinity terms; `None` when the pod has no preferred
     /// list at all (NodeAffinity PreScore then skips, C.5).
     pub(crate) preferred_node: Option<Result<Vec<(i64, NodeTerm)>, ParseError>>,
@@ -158,10 +163,7 @@ impl PodInfo {
     /// done here, and the error is kept so an *incoming* pod fails (C.16).
     pub fn new(pod: &Pod) -> Self {
         let meta = &pod.metadata;
-        let namespace = meta
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned());
+        let namespace = namespace_or_default(meta.namespace.as_deref()).to_owned();
         let spec = pod.spec.as_ref();
         let affinity = spec.and_then(|s| s.affinity.as_ref());
         let node_aff = affinity.and_then(|a| a.node_affinity.as_ref());
@@ -257,6 +259,12 @@ impl PodInfo {
                         .as_ref()
                 }),
             ),
+            node_name_shortcut: node_aff
+                .and_then(|n| {
+                    n.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
+                .and_then(|required| name_shortcut(&required.node_selector_terms)),
             preferred_node: node_aff
                 .and_then(|n| {
                     n.preferred_during_scheduling_ignored_during_execution
@@ -361,5 +369,5 @@ pub(crate) fn has_untolerated_taint(
     taints: &[k8s_openapi::api::core::v1::Taint],
     tolerations: &[Toleration],
 ) -> bool {
-    crate::taints::first_untolerated(taints, tolerations).is_some()
+    kube_validation::taints::first_untolerated(taints, tolerations).is_some()
 }

@@ -143,8 +143,7 @@ pub(crate) fn evaluate(state: &ClusterState, pod: &PodInfo, opts: &Options) -> C
     // PreFilter, in plugin order NodeAffinity, NodeResourcesFit,
     // PodTopologySpread, InterPodAffinity.
     if pod
-        .required_node
-        .name_shortcut
+        .node_name_shortcut
         .as_ref()
         .is_some_and(|s| s.is_empty())
     {

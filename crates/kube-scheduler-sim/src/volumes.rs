@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use kube_validation::namespace_or_default;
 
 /// Annotation the PV controller sets once a claim is bound
 /// (`pv.kubernetes.io/bind-completed`).
@@ -54,11 +55,7 @@ impl Storage {
     pub(crate) fn new(objects: &StorageObjects) -> Self {
         let mut s = Storage::default();
         for c in &objects.claims {
-            let ns = c
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into());
+            let ns = namespace_or_default(c.metadata.namespace.as_deref()).to_owned();
             let name = c.metadata.name.clone().unwrap_or_default();
             s.claims.entry((ns, name)).or_insert_with(|| c.clone());
         }
@@ -114,7 +111,7 @@ impl Storage {
         if provisioner.is_empty() || provisioner.starts_with("kubernetes.io/") {
             return None;
         }
-        let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+        let ns = namespace_or_default(claim.metadata.namespace.as_deref());
         let name = claim.metadata.name.as_deref().unwrap_or_default();
         Some((
             format!("{provisioner}/unbound-claim-{ns}/{name}"),

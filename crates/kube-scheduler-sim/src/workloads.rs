@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube_validation::{namespace_or_default, set_selector_matches};
 
+use crate::PodSelector;
 use crate::pod_info::PodInfo;
-use crate::selector::PodSelector;
 
 /// The workload objects of a snapshot that select pods.
 #[derive(Debug, Clone, Default)]
@@ -43,9 +44,7 @@ pub(crate) struct WorkloadIndex {
 
 fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
     (
-        meta.namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned()),
+        namespace_or_default(meta.namespace.as_deref()).to_owned(),
         meta.name.clone().unwrap_or_default(),
     )
 }
@@ -94,7 +93,7 @@ impl WorkloadIndex {
             .into_iter()
             .flat_map(|m| m.values())
         {
-            if sel.iter().all(|(k, v)| pod.labels.get(k) == Some(v)) {
+            if set_selector_matches(sel, &pod.labels) {
                 labels.extend(sel.clone());
             }
         }

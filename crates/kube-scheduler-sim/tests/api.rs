@@ -183,3 +183,27 @@ fn diagnose_all_agrees_with_the_evaluation_on_every_node() {
         );
     }
 }
+
+/// A pod whose `metadata.namespace` is empty is in `default`, like one
+/// without it (`kube_validation::namespace_or_default`, the workspace's one
+/// rule; kube-apiserver fills an empty namespace from the request,
+/// `k8s.io/apiserver/pkg/registry/rest/meta.go`
+/// `EnsureObjectNamespaceMatchesRequestNamespace`, Kubernetes v1.35.4): it is
+/// found as `default/…`, and its labels count for a term scoped to `default`.
+#[test]
+fn an_empty_namespace_is_default() {
+    let pods = vec![
+        pod("", "db-0", &[("app", "db")], Some("n1"), json!({})),
+        pod("", "db-1", &[("app", "db")], None, anti_host()),
+    ];
+    let r = schedule(
+        &two_nodes(),
+        &[],
+        &pods,
+        "default",
+        "db-1",
+        &Options::default(),
+    )
+    .unwrap();
+    assert_eq!(r.feasible, vec!["n2"], "db-0 counts in default");
+}

@@ -68,7 +68,7 @@ impl FieldError {
     }
 
     /// An error apimachinery builds with `fmt.Errorf` (no field path).
-    fn plain(body: String) -> Self {
+    pub(crate) fn plain(body: String) -> Self {
         Self {
             field: String::new(),
             body,
@@ -158,8 +158,11 @@ pub enum Operator {
     In,
     /// `notin`: key absent or with none of the values.
     NotIn,
-    /// `=`: key present with the one value (a `matchLabels` entry).
+    /// `=` or `==`: key present with the one value (a `matchLabels` entry).
     Equals,
+    /// `!=`: key absent or with another value (only in a selector's text
+    /// form, [`parse_label_selector`](crate::parse_label_selector)).
+    NotEquals,
     /// `exists`.
     Exists,
     /// `!`: key absent.
@@ -216,7 +219,7 @@ impl Requirement {
             Operator::In | Operator::NotIn if list.is_empty() => {
                 Some("for 'in', 'notin' operators, values set can't be empty")
             }
-            Operator::Equals if list.len() != 1 => {
+            Operator::Equals | Operator::NotEquals if list.len() != 1 => {
                 Some("exact-match compatibility requires one single value")
             }
             Operator::Exists | Operator::DoesNotExist if !list.is_empty() => {
@@ -263,7 +266,7 @@ impl Requirement {
         let set = || list.iter().cloned().collect::<BTreeSet<_>>();
         let test = match (operator, bound) {
             (Operator::In | Operator::Equals, _) => Test::In(set()),
-            (Operator::NotIn, _) => Test::NotIn(set()),
+            (Operator::NotIn | Operator::NotEquals, _) => Test::NotIn(set()),
             (Operator::Exists, _) => Test::Exists,
             (Operator::DoesNotExist, _) => Test::DoesNotExist,
             (Operator::GreaterThan, Some(n)) => Test::GreaterThan(n),
@@ -285,8 +288,16 @@ impl Requirement {
     /// `Requirement.Matches`: `In` needs the key with a listed value,
     /// `NotIn` the key absent or unlisted, `Gt`/`Lt` the key present with a
     /// base-10 integer value on the right side of the bound.
+    #[inline]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_value(labels.get(&self.key).map(String::as_str))
+    }
+
+    /// [`Requirement::matches`] given the value of [`Requirement::key`]
+    /// (`None`: the key is absent), for labels held in another map (e.g.
+    /// the `metadata.labels` of a JSON object).
+    #[inline]
+    pub fn matches_value(&self, value: Option<&str>) -> bool {
         match &self.test {
             Test::In(set) => value.is_some_and(|v| set.contains(v)),
             Test::NotIn(set) => value.is_none_or(|v| !set.contains(v)),
@@ -405,8 +416,14 @@ impl FieldRequirement {
     /// Whether the fields satisfy it (`fields.OneTermEqualSelector` /
     /// `OneTermNotEqualSelector`: a missing field reads as `""`).
     pub fn matches(&self, fields: &BTreeMap<&str, &str>) -> bool {
-        let actual = fields.get(self.key.as_str()).copied().unwrap_or("");
-        (actual == self.value) == self.equal
+        self.matches_value(fields.get(self.key.as_str()).copied())
+    }
+
+    /// [`FieldRequirement::matches`] given the value of the field (`None`:
+    /// missing, read as `""`).
+    #[inline]
+    pub fn matches_value(&self, actual: Option<&str>) -> bool {
+        (actual.unwrap_or("") == self.value) == self.equal
     }
 }
 

@@ -9,6 +9,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::progress::{DataMoveOperationProgress, LoadPhase};
 
+/// The `spec.datamover` name of Velero's built-in data mover; an empty or
+/// absent name means it too ([`is_built_in_data_mover`]).
+pub const BUILT_IN_DATA_MOVER: &str = "velero";
+
+/// Whether a DataUpload's or DataDownload's `spec.datamover` names Velero's
+/// built-in data mover: absent, empty or exactly `velero` (Velero's
+/// `IsBuiltInUploader`, `pkg/datamover/util.go`, v1.18.1). Compared as
+/// written, without trimming, as Velero compares it; whose loads Velero's
+/// node-agent accepts itself.
+pub fn is_built_in_data_mover(data_mover: Option<&str>) -> bool {
+    matches!(data_mover, None | Some("" | BUILT_IN_DATA_MOVER))
+}
+
 /// Spec of a DataUpload.
 ///
 /// A partial object: never `replace()` it, patch only the fields you own.
@@ -37,7 +50,8 @@ pub struct DataUploadSpec {
     /// Namespace of the source PVC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_namespace: Option<String>,
-    /// Data mover name; empty means Velero's built-in data mover.
+    /// Data mover name; empty means Velero's built-in data mover
+    /// ([`is_built_in_data_mover`]).
     #[serde(default, rename = "datamover", skip_serializing_if = "Option::is_none")]
     pub data_mover: Option<String>,
     /// Name of the BackupStorageLocation.
@@ -128,7 +142,8 @@ pub struct DataDownloadSpec {
     /// Namespace the data was backed up from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_namespace: Option<String>,
-    /// Data mover name; empty means Velero's built-in data mover.
+    /// Data mover name; empty means Velero's built-in data mover
+    /// ([`is_built_in_data_mover`]).
     #[serde(default, rename = "datamover", skip_serializing_if = "Option::is_none")]
     pub data_mover: Option<String>,
     /// Name of the BackupStorageLocation.

@@ -37,8 +37,8 @@ mod progress;
 
 pub use backup::{Backup, BackupPhase, BackupSpec, BackupStatus};
 pub use data_mover::{
-    CsiSnapshotSpec, DataDownload, DataDownloadSpec, DataDownloadStatus, DataUpload,
-    DataUploadSpec, DataUploadStatus, TargetVolumeSpec,
+    BUILT_IN_DATA_MOVER, CsiSnapshotSpec, DataDownload, DataDownloadSpec, DataDownloadStatus,
+    DataUpload, DataUploadSpec, DataUploadStatus, TargetVolumeSpec, is_built_in_data_mover,
 };
 pub use pod_volume::{
     PodVolumeBackup, PodVolumeBackupSpec, PodVolumeBackupStatus, PodVolumeRestore,

@@ -257,3 +257,20 @@ fn load_phase_classification() {
     assert!(!LoadPhase::Prepared.is_terminal());
     assert_eq!(LoadPhase::from("Prepared").to_string(), "Prepared");
 }
+
+/// Velero's `IsBuiltInUploader` (`pkg/datamover/util.go`, v1.18.1): an empty
+/// name or exactly `velero`, compared as written. The one copy of the rule
+/// (the gate's scope in `kube-adapters`, both `--datamover` checks and
+/// `policyctl soothe` call it); the command lines trim a flag's value
+/// before asking, an object's `spec.datamover` is never trimmed.
+#[test]
+fn the_built_in_data_mover_is_empty_or_velero_exactly() {
+    assert!(crate::is_built_in_data_mover(None));
+    assert!(crate::is_built_in_data_mover(Some("")));
+    assert!(crate::is_built_in_data_mover(Some(
+        crate::BUILT_IN_DATA_MOVER
+    )));
+    for other in ["acme", "Velero", " velero", "velero ", " "] {
+        assert!(!crate::is_built_in_data_mover(Some(other)), "{other:?}");
+    }
+}

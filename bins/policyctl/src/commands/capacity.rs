@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_adapters::meta::namespace_or_default;
 use kube_scheduler_sim::{Capacity, ClusterState, DEFAULT_MAX_COPIES, Options};
 use serde_json::{Value, json};
 
@@ -152,11 +153,7 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
         .and_then(|state| compute(&state, &pod, args.max))
         .map_err(CommandError::Input)?;
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let namespace = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".to_owned());
+    let namespace = namespace_or_default(pod.metadata.namespace.as_deref());
     let copy_names = format!("{namespace}/{name}-copy-<i>");
     let document = json!({
         "source": source,

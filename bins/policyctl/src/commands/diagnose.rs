@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use affinity_translate::{NodeAgentConfig, NodeOs, PodFragment, diagnose as diagnose_fragment};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use kube_adapters::meta::namespace_or_default;
 use kube_scheduler_sim::{ClusterState, Code, Options, Plugin, diagnose as diagnose_scheduling};
 use serde_json::json;
 
@@ -138,10 +139,7 @@ fn priority(pod: &Pod) -> i32 {
 
 fn pod_key(pod: &Pod) -> (String, String) {
     (
-        pod.metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned()),
+        namespace_or_default(pod.metadata.namespace.as_deref()).to_owned(),
         pod.metadata.name.clone().unwrap_or_default(),
     )
 }

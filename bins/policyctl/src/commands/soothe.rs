@@ -37,6 +37,7 @@ use load_soothe::{
 };
 use load_soothe::{DEFAULT_LEDGER_NAME, Ledger};
 use serde_json::json;
+use velero_api::{BUILT_IN_DATA_MOVER, is_built_in_data_mover};
 
 use crate::cli::SootheMode;
 use crate::commands::CommandError;
@@ -70,7 +71,7 @@ impl DataMovers {
     /// The names, for output: `velero` for the built-in gate.
     pub fn names(&self) -> Vec<String> {
         match self {
-            Self::BuiltIn => vec![BUILT_IN.to_owned()],
+            Self::BuiltIn => vec![BUILT_IN_DATA_MOVER.to_owned()],
             Self::ThirdParty(names) => names.iter().cloned().collect(),
         }
     }
@@ -93,7 +94,7 @@ impl DataMovers {
     fn load<K: LoadObject>(&self, object: &K) -> Load {
         match self {
             Self::BuiltIn => {
-                let built_in: BTreeSet<String> = [BUILT_IN.to_owned()].into();
+                let built_in: BTreeSet<String> = [BUILT_IN_DATA_MOVER.to_owned()].into();
                 let mut load = load(object, GateScope::DataMovers(&built_in));
                 if matches!(
                     K::KIND,
@@ -109,15 +110,11 @@ impl DataMovers {
     }
 }
 
-/// `spec.datamover` of Velero's built-in data mover (also stands for an
-/// empty one).
-const BUILT_IN: &str = "velero";
-
-/// Why a `--datamover` value is refused: Velero's built-in data mover is
-/// what `soothe` gates without the flag.
+/// Why a `--datamover` value is refused: Velero's built-in data mover
+/// ([`is_built_in_data_mover`], the value trimmed) is what `soothe` gates
+/// without the flag.
 pub fn refused_datamover(name: &str) -> Option<String> {
-    let trimmed = name.trim();
-    (trimmed.is_empty() || trimmed == BUILT_IN).then(|| {
+    is_built_in_data_mover(Some(name.trim())).then(|| {
         format!(
             "{name:?} is Velero's built-in data mover, which the gate serves without --datamover (Velero's node-agent gate); --datamover selects third-party data movers, as load-soothe-controller --datamover does"
         )
@@ -193,13 +190,16 @@ fn gated_by(kind: LoadKind, data_mover: Option<&str>) -> String {
         (LoadKind::PodVolumeBackup | LoadKind::PodVolumeRestore, _) => {
             "pod-volume load: gated by Velero's node-agent (soothe without --datamover)".to_owned()
         }
-        (_, None | Some("")) | (_, Some(BUILT_IN)) => {
+        (_, mover) if is_built_in_data_mover(mover) => {
             "Velero's built-in data mover: gated by Velero's node-agent (soothe without --datamover)"
                 .to_owned()
         }
-        (_, Some(name)) => format!(
-            "data mover {name}: gated by load-soothe-controller --datamover {name} (soothe --datamover {name})"
-        ),
+        (_, mover) => {
+            let name = mover.unwrap_or_default();
+            format!(
+                "data mover {name}: gated by load-soothe-controller --datamover {name} (soothe --datamover {name})"
+            )
+        }
     }
 }
 

@@ -9,7 +9,10 @@ use load_soothe::{Load, LoadId, LoadKind, Phase};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use velero_api::labels::EXPOSE_ON_GOING;
-use velero_api::{DataDownload, DataUpload, LoadPhase, PodVolumeBackup, PodVolumeRestore};
+use velero_api::{
+    BUILT_IN_DATA_MOVER, DataDownload, DataUpload, LoadPhase, PodVolumeBackup, PodVolumeRestore,
+    is_built_in_data_mover,
+};
 
 use crate::meta::{created_or_epoch, namespace_or_default};
 
@@ -73,7 +76,7 @@ pub enum GateScope<'a> {
     Everything,
     /// DataUploads and DataDownloads whose `spec.datamover` is one of these
     /// names; `velero` also stands for an absent or empty `spec.datamover`
-    /// (Velero's `IsBuiltInUploader`). PodVolumeBackups and
+    /// (Velero's `IsBuiltInUploader`, [`velero_api::is_built_in_data_mover`]). PodVolumeBackups and
     /// PodVolumeRestores are never handled: Velero's node-agent accepts them
     /// itself. This is the scope of one `load-soothe-controller` replica.
     DataMovers(&'a BTreeSet<String>),
@@ -86,9 +89,10 @@ impl GateScope<'_> {
             GateScope::Everything => true,
             GateScope::DataMovers(names) => {
                 matches!(kind, LoadKind::DataUpload | LoadKind::DataDownload)
-                    && names.contains(match data_mover {
-                        None | Some("") => "velero",
-                        Some(name) => name,
+                    && names.contains(if is_built_in_data_mover(data_mover) {
+                        BUILT_IN_DATA_MOVER
+                    } else {
+                        data_mover.unwrap_or_default()
                     })
             }
         }

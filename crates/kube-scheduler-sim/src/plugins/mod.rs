@@ -1,14 +1,15 @@
 //! kube-scheduler's plugins, one module each, named as upstream
 //! (`pkg/scheduler/framework/plugins/<name>`), each with its filter and score.
 //! The evaluator runs the filters in the default profile's order:
-//! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (in
-//! [`crate::node_selector`]), NodePorts, NodeResourcesFit,
+//! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (matching in
+//! [`kube_validation::node_selector`]), NodePorts, NodeResourcesFit,
 //! VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //! PodTopologySpread, InterPodAffinity; then the scores of
 //! [`crate::SCORE_WEIGHTS`].
 //!
-//! Modules with public items hold per-node checks other crates reuse (for
-//! example `affinity-translate`'s data-mover diagnosis).
+//! The Kubernetes rules these plugins apply (node selectors, tolerations,
+//! cordons, label selectors) live in `kube-validation`, where other crates
+//! (`affinity-translate`'s data-mover diagnosis) use them too.
 
 pub mod helper;
 pub mod image_locality;

@@ -1,13 +1,39 @@
-//! NodeAffinity's profile argument `addedAffinity` (C.47,
-//! `pkg/scheduler/framework/plugins/nodeaffinity`): a node affinity the
-//! scheduler adds to every pod. The pod's own nodeSelector and node
-//! affinity are [`crate::node_selector`] (C.1–C.6).
+//! NodeAffinity (`pkg/scheduler/framework/plugins/nodeaffinity`): the
+//! PreFilter's node-name shortcut (C.4) and the profile argument
+//! `addedAffinity` (C.47), a node affinity the scheduler adds to every pod.
+//! The pod's own nodeSelector and node affinity are matched by
+//! [`kube_validation::node_selector`] (C.1–C.6), the workspace's one
+//! implementation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::NodeAffinity;
+use k8s_openapi::api::core::v1::{NodeAffinity, NodeSelectorTerm};
+use kube_validation::node_selector::{NodeSelectorMatcher, NodeTerm, parse_preferred};
 
-use crate::node_selector::{NodeSelectorMatcher, NodeTerm, parse_preferred};
+/// PreFilter (C.4, `PreFilter` in `node_affinity.go`): the node names a pod
+/// may go to when every required term pins `metadata.name In` (names
+/// intersected within a term, united over the terms); `None` when a term
+/// pins none (or there are no terms), `Some(empty)` when the pins conflict.
+pub(crate) fn name_shortcut(terms: &[NodeSelectorTerm]) -> Option<BTreeSet<String>> {
+    if terms.is_empty() {
+        return None;
+    }
+    let mut union = BTreeSet::new();
+    for t in terms {
+        let mut term_names: Option<BTreeSet<String>> = None;
+        for r in t.match_fields.iter().flatten() {
+            if r.key == "metadata.name" && r.operator == "In" {
+                let s: BTreeSet<String> = r.values.iter().flatten().cloned().collect();
+                term_names = Some(match term_names {
+                    None => s,
+                    Some(prev) => prev.intersection(&s).cloned().collect(),
+                });
+            }
+        }
+        union.extend(term_names?);
+    }
+    Some(union)
+}
 
 /// kube-scheduler's reason for a node outside `addedAffinity`'s required
 /// terms (`ErrReasonEnforced`).

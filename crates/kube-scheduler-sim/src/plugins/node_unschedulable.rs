@@ -1,42 +1,20 @@
 //! NodeUnschedulable (C.25, `pkg/scheduler/framework/plugins/nodeunschedulable`):
 //! a cordoned node (`spec.unschedulable: true`) takes only pods that
-//! tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
+//! tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint. The
+//! rule is [`kube_validation::taints::cordon_admits`], the plugin's Filter.
 
-use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
-
-use crate::taints::{NO_SCHEDULE, tolerated};
-
-/// The taint a cordon stands for (`v1.TaintNodeUnschedulable`).
-pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
+pub use kube_validation::taints::{
+    UNSCHEDULABLE_TAINT_KEY, cordon_admits as fits, is_cordoned, tolerates_cordon,
+};
 
 /// kube-scheduler's reason (`ErrReasonUnschedulable`).
 pub const REASON: &str = "node(s) were unschedulable";
 
-/// Whether the node is cordoned.
-pub fn is_cordoned(node: &Node) -> bool {
-    node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
-}
-
-/// The Filter: false when the node is cordoned and no toleration tolerates
-/// `node.kubernetes.io/unschedulable:NoSchedule`.
-pub fn fits(node: &Node, tolerations: &[Toleration]) -> bool {
-    !is_cordoned(node) || tolerates_cordon(tolerations)
-}
-
-/// Whether the tolerations tolerate the cordon taint.
-pub fn tolerates_cordon(tolerations: &[Toleration]) -> bool {
-    tolerated(
-        tolerations,
-        &Taint {
-            key: UNSCHEDULABLE_TAINT_KEY.to_owned(),
-            effect: NO_SCHEDULE.to_owned(),
-            ..Taint::default()
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::{Node, Toleration};
+    use kube_validation::taints::NO_SCHEDULE;
+
     use super::*;
 
     fn node(unschedulable: Option<bool>) -> Node {

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::PodSelector;
 use crate::fast_hash::IdMap;
 use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::pod_info::{PodInfo, SpreadConstraint, has_untolerated_taint};
 use crate::result::Reason;
-use crate::selector::PodSelector;
 use crate::state::ClusterState;
 
 /// PodTopologySpread PreFilter state for DoNotSchedule constraints (C.23).

@@ -3,11 +3,11 @@
 //! `NoExecute` taints that no toleration of the pod tolerates
 //! (`FindMatchingUntoleratedTaint` with `DoNotScheduleTaintsFilterFunc`).
 //! `PreferNoSchedule` taints only score. Toleration matching is
-//! [`crate::taints`].
+//! [`kube_validation::taints`].
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-use crate::taints::{first_untolerated, tolerated};
+use kube_validation::taints::{PREFER_NO_SCHEDULE, first_untolerated, tolerated};
 
 /// The Filter: the first untolerated `NoSchedule`/`NoExecute` taint, `None`
 /// when the pod tolerates them all.
@@ -45,6 +45,3 @@ pub fn score(taints: &[Taint], tolerations: &[Toleration]) -> i64 {
         .filter(|t| t.effect == PREFER_NO_SCHEDULE && !tolerated(&prefer, t))
         .count() as i64
 }
-
-/// The `PreferNoSchedule` taint effect.
-pub const PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";

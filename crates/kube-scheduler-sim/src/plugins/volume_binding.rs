@@ -28,12 +28,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube_validation::Quantity;
+use kube_validation::node_selector::selector_matches;
+use kube_validation::{Quantity, namespace_or_default};
 
-use crate::node_selector::selector_matches;
+use crate::PodSelector;
 use crate::pod_info::PodInfo;
 use crate::result::Reason;
-use crate::selector::PodSelector;
 use crate::volumes::{
     ANN_SELECTED_NODE, NO_PROVISIONER, Storage, claim_class, claim_is_bound, claim_volume_name,
     class_waits_for_consumer,
@@ -314,7 +314,7 @@ pub(crate) fn find_matching_volume<'a>(
     chosen: &BTreeSet<&str>,
 ) -> Option<&'a str> {
     let class = claim_class(claim);
-    let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+    let ns = namespace_or_default(claim.metadata.namespace.as_deref());
     let name = claim.metadata.name.as_deref().unwrap_or_default();
     let uid = claim.metadata.uid.as_deref().unwrap_or_default();
     let request = requested_storage(claim).unwrap_or(0);
@@ -342,7 +342,7 @@ pub(crate) fn find_matching_volume<'a>(
         let claim_ref = pv_spec.claim_ref.as_ref();
         let bound_to_claim = claim_ref.is_some_and(|r| {
             r.name.as_deref() == Some(name)
-                && r.namespace.as_deref().unwrap_or("default") == ns
+                && namespace_or_default(r.namespace.as_deref()) == ns
                 && r.uid.as_deref().is_none_or(|u| u.is_empty() || u == uid)
         });
         if claim_ref.is_some() && !bound_to_claim {

@@ -1,19 +1,22 @@
 //! Node selector terms as component-helpers' `nodeaffinity` package parses
-//! and matches them: `nodeSelector`, required and preferred node affinity
-//! (C.1–C.5), with its lazy parse errors (C.3).
+//! and matches them (`k8s.io/component-helpers/scheduling/corev1/nodeaffinity`,
+//! Kubernetes v1.35.4): a pod's `nodeSelector`, required and preferred node
+//! affinity (C.1–C.5), with its lazy parse errors (C.3).
 //!
-//! This is the one implementation of node selector matching in the
-//! workspace: the NodeAffinity and PodTopologySpread plugins use it, and so
-//! does `affinity-translate`'s data-mover diagnosis. Requirements are parsed
-//! by [`kube_validation::node_selector_requirement`] (apimachinery's
+//! kube-scheduler's NodeAffinity, PodTopologySpread and VolumeBinding
+//! plugins (`kube-scheduler-sim`) and `affinity-translate`'s data-mover
+//! diagnosis all decide with these types, so they never disagree.
+//! Requirements are parsed by [`node_selector_requirement`] (apimachinery's
 //! `labels.NewRequirement`, with its messages).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm,
 };
-use kube_validation::{
+
+use crate::label_matcher::set_selector_matches;
+use crate::requirement::{
     FieldRequirement, ParseError, Requirement, node_selector_field_requirement,
     node_selector_requirement,
 };
@@ -30,26 +33,28 @@ pub fn requirement_holds(
         .map(|r| r.matches(labels))
 }
 
-/// Whether one `matchFields` requirement holds for a node name; `None` if it
-/// cannot be parsed. Only `metadata.name` exists as a field; any other key
-/// reads as `""`.
+/// Whether one `matchFields` requirement holds for a node, as a term
+/// evaluates it; `None` if it cannot be parsed. Only `metadata.name` exists
+/// as a field (any other key reads as `""`), and a node without a name has
+/// no fields at all, so a term does not check its `matchFields` there: for
+/// such a node every parsable field requirement holds (C.2).
+///
+/// With [`requirement_holds`], a non-empty term matches a node exactly when
+/// every one of its requirements holds (`Some(true)`).
 pub fn field_requirement_holds(
     requirement: &NodeSelectorRequirement,
     node_name: &str,
 ) -> Option<bool> {
     node_selector_field_requirement("", requirement)
         .ok()
-        .map(|r| r.matches(&node_fields(node_name)))
+        .map(|r| node_name.is_empty() || r.matches_value(node_field(&r.key, node_name)))
 }
 
-/// component-helpers' `extractNodeFields`: `metadata.name` when the node has
-/// a name.
-fn node_fields(node_name: &str) -> BTreeMap<&str, &str> {
-    let mut fields = BTreeMap::new();
-    if !node_name.is_empty() {
-        fields.insert("metadata.name", node_name);
-    }
-    fields
+/// component-helpers' `extractNodeFields`: a node's one field,
+/// `metadata.name`, present when the node has a name.
+#[inline]
+fn node_field<'a>(key: &str, node_name: &'a str) -> Option<&'a str> {
+    (key == "metadata.name" && !node_name.is_empty()).then_some(node_name)
 }
 
 /// A parsed node selector term. A term whose requirements do not parse
@@ -119,8 +124,9 @@ impl NodeTerm {
 
     /// component-helpers `nodeSelectorTerm.match`: every expression holds on
     /// the labels and every field requirement on the name (fields are not
-    /// checked for a node without a name, C.2). An unparsable term never
-    /// matches.
+    /// checked for a node without a name, which has no fields, C.2). An
+    /// unparsable term never matches.
+    #[inline]
     pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
         if self.error.is_some() {
             return false;
@@ -133,8 +139,9 @@ impl NodeTerm {
         if let Some(fields) = &self.fields
             && !node_name.is_empty()
         {
-            let node_fields = node_fields(node_name);
-            return fields.iter().all(|f| f.matches(&node_fields));
+            return fields
+                .iter()
+                .all(|f| f.matches_value(node_field(&f.key, node_name)));
         }
         true
     }
@@ -171,6 +178,7 @@ impl NodeSelectorMatcher {
     }
 
     /// Whether any term matches.
+    #[inline]
     pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
         self.terms.iter().any(|t| t.matches(node_name, labels))
     }
@@ -191,15 +199,14 @@ pub fn selector_matches(
     NodeSelectorMatcher::parse(selector).matches(node_name, labels)
 }
 
-/// `nodeSelector` plus required node affinity (`GetRequiredNodeAffinity`).
+/// `nodeSelector` plus required node affinity (`GetRequiredNodeAffinity`);
+/// the `nodeSelector` is matched as `labels.SelectorFromSet`
+/// ([`set_selector_matches`](crate::set_selector_matches), C.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequiredNodeAffinity {
     node_selector: Option<BTreeMap<String, String>>,
     /// `Some` when `requiredDuringScheduling...` is set; an empty list matches nothing.
     terms: Option<NodeSelectorMatcher>,
-    /// C.4: union of `metadata.name In` names when every term has one.
-    /// `Some(empty)` = conflict.
-    pub(crate) name_shortcut: Option<BTreeSet<String>>,
 }
 
 impl RequiredNodeAffinity {
@@ -211,19 +218,20 @@ impl RequiredNodeAffinity {
         Self {
             node_selector: node_selector.filter(|m| !m.is_empty()).cloned(),
             terms: required.map(NodeSelectorMatcher::parse),
-            name_shortcut: required.and_then(|ns| name_shortcut(&ns.node_selector_terms)),
         }
     }
 
     /// True when neither nodeSelector nor required terms are set (PreFilter Skip).
+    #[inline]
     pub fn is_unconstrained(&self) -> bool {
         self.node_selector.is_none() && self.terms.is_none()
     }
 
     /// `RequiredNodeAffinity.Match`, parse errors ignored (C.1, C.3).
+    #[inline]
     pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
         if let Some(sel) = &self.node_selector
-            && !sel.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && !set_selector_matches(sel, labels)
         {
             return false;
         }
@@ -232,28 +240,6 @@ impl RequiredNodeAffinity {
             Some(terms) => terms.matches(node_name, labels),
         }
     }
-}
-
-/// C.4: the node names a pod may go to when every term pins `metadata.name In`.
-fn name_shortcut(terms: &[NodeSelectorTerm]) -> Option<BTreeSet<String>> {
-    if terms.is_empty() {
-        return None;
-    }
-    let mut union = BTreeSet::new();
-    for t in terms {
-        let mut term_names: Option<BTreeSet<String>> = None;
-        for r in t.match_fields.iter().flatten() {
-            if r.key == "metadata.name" && r.operator == "In" {
-                let s: BTreeSet<String> = r.values.iter().flatten().cloned().collect();
-                term_names = Some(match term_names {
-                    None => s,
-                    Some(prev) => prev.intersection(&s).cloned().collect(),
-                });
-            }
-        }
-        union.extend(term_names?);
-    }
-    Some(union)
 }
 
 /// Parsed preferred node affinity terms (`NewPreferredSchedulingTerms`):
@@ -396,5 +382,110 @@ mod tests {
                 .starts_with("[1].matchExpressions[0].values[0][a]: Invalid value: \"-x\""),
             "{err}"
         );
+    }
+
+    /// component-helpers reads a node's fields from its name
+    /// (`extractNodeFields`): a node without a name has no fields, and
+    /// `nodeSelectorTerm.match` skips a term's `matchFields` when there are
+    /// none (`nodeaffinity.go`, Kubernetes v1.35.4). The per-requirement
+    /// answer agrees with the term: on a nameless node a field requirement
+    /// holds, whatever name it pins.
+    #[test]
+    fn a_node_without_a_name_passes_every_field_requirement() {
+        let pinned = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![req("metadata.name", "In", &["n1"])]),
+        };
+        assert!(term_matches(&pinned, "", &labels(&[])));
+        assert!(!term_matches(&pinned, "n2", &labels(&[])));
+        assert_eq!(
+            field_requirement_holds(&req("metadata.name", "In", &["n1"]), ""),
+            Some(true)
+        );
+        assert_eq!(
+            field_requirement_holds(&req("metadata.name", "NotIn", &["n1"]), ""),
+            Some(true)
+        );
+        // Unparsable stays unparsable, name or not.
+        assert_eq!(
+            field_requirement_holds(&req("metadata.name", "In", &["a", "b"]), ""),
+            None
+        );
+        // Keys other than metadata.name read as "" on a named node.
+        assert_eq!(
+            field_requirement_holds(&req("spec.unschedulable", "In", &[""]), "n1"),
+            Some(true)
+        );
+    }
+
+    /// `labels.SelectorFromSet(pod.Spec.NodeSelector)`: every pair must be on
+    /// the node with an equal value; an absent key never matches, not even an
+    /// empty value (component-helpers `GetRequiredNodeAffinity`, Kubernetes
+    /// v1.35.4).
+    #[test]
+    fn node_selector_pairs_need_the_key_with_the_value() {
+        let selector = labels(&[("disk", "ssd"), ("empty", ""), ("zone", "a")]);
+        let node = labels(&[("disk", "ssd"), ("zone", "b")]);
+        let affinity = RequiredNodeAffinity::new(Some(&selector), None);
+        assert!(!affinity.matches("n", &node));
+        let node = labels(&[("disk", "ssd"), ("empty", ""), ("zone", "a"), ("x", "y")]);
+        let affinity = RequiredNodeAffinity::new(Some(&selector), None);
+        assert!(affinity.matches("n", &node));
+        assert!(!affinity.matches("n", &labels(&[("disk", "ssd")])));
+        assert!(RequiredNodeAffinity::new(Some(&BTreeMap::new()), None).is_unconstrained());
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn requirement() -> impl Strategy<Value = NodeSelectorRequirement> {
+            let key = prop::sample::select(vec!["a", "b", "metadata.name"]);
+            let op = prop::sample::select(vec![
+                "In",
+                "NotIn",
+                "Exists",
+                "DoesNotExist",
+                "Gt",
+                "Lt",
+                "Near",
+            ]);
+            let values =
+                prop::collection::vec(prop::sample::select(vec!["1", "5", "x", "n1", ""]), 0..3);
+            (key, op, values).prop_map(|(k, o, v)| NodeSelectorRequirement {
+                key: k.to_owned(),
+                operator: o.to_owned(),
+                values: Some(v.into_iter().map(str::to_owned).collect()),
+            })
+        }
+
+        proptest! {
+            /// A non-empty term matches a node exactly when every one of its
+            /// requirements holds, requirement by requirement
+            /// (`requirement_holds`, `field_requirement_holds`): the
+            /// diagnosis that names failing requirements and the filter
+            /// that decides never disagree, named or nameless node.
+            #[test]
+            fn a_term_matches_when_each_of_its_requirements_holds(
+                expressions in prop::collection::vec(requirement(), 0..3),
+                fields in prop::collection::vec(requirement(), 0..2),
+                node_name in prop::sample::select(vec!["", "n1", "n2"]),
+                node_labels in prop::collection::btree_map(
+                    prop::sample::select(vec!["a".to_owned(), "b".to_owned()]),
+                    prop::sample::select(vec!["1".to_owned(), "5".to_owned(), "x".to_owned(), "".to_owned()]),
+                    0..3,
+                ),
+            ) {
+                prop_assume!(!expressions.is_empty() || !fields.is_empty());
+                let term = NodeSelectorTerm {
+                    match_expressions: Some(expressions.clone()),
+                    match_fields: Some(fields.clone()),
+                };
+                let each = expressions.iter().all(|r| requirement_holds(r, &node_labels) == Some(true))
+                    && fields.iter().all(|r| field_requirement_holds(r, node_name) == Some(true));
+                prop_assert_eq!(term_matches(&term, node_name, &node_labels), each);
+            }
+        }
     }
 }
