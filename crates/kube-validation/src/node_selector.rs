@@ -201,7 +201,7 @@ pub fn selector_matches(
 
 /// `nodeSelector` plus required node affinity (`GetRequiredNodeAffinity`);
 /// the `nodeSelector` is matched as `labels.SelectorFromSet`
-/// ([`set_selector_matches`](crate::set_selector_matches), C.1).
+/// ([`set_selector_matches`], C.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequiredNodeAffinity {
     node_selector: Option<BTreeMap<String, String>>,
