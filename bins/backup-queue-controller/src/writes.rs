@@ -162,6 +162,14 @@ impl Queue {
             if outcome != Outcome::Done {
                 return outcome;
             }
+            if writer.news() {
+                // Someone else changed a Backup or Namespace: the rest of
+                // this plan (renumbering, reasons) may be stale, and the
+                // change (a completion, say) must not wait for it. Every
+                // prefix of a plan is safe; the next pass starts from here.
+                tracing::debug!("news arrived; planning again before the rest of this plan");
+                return Outcome::Superseded;
+            }
         }
         if plan.explained {
             writer.index_mut().explained();

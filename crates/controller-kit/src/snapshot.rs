@@ -35,6 +35,11 @@
 //!   plans from fresh state. Watch events older than a write the index
 //!   already holds are dropped, and the echo of the write itself does not
 //!   cause a pass;
+//! - **news between writes** ([`Writer::news`]): an executor with a long
+//!   plan asks between writes whether someone else changed a watched
+//!   object; if so it stops ([`Outcome::Superseded`]) and the next pass
+//!   plans from the change, so a change never waits for a long plan made
+//!   before it;
 //! - `--dry-run` (the writer logs what it would write and writes nothing),
 //!   Events ([`Writer::publish`]), and no write at all once shutdown
 //!   started (a lost Lease stops a leader from acting);
@@ -100,6 +105,10 @@ pub trait IndexResource<K: Resource<DynamicType = ()>> {
 pub enum Outcome {
     /// Everything was written (or nothing had to be): wait for changes.
     Done,
+    /// The executor stopped before the end of its plan because news
+    /// arrived ([`Writer::news`]); every prefix of a plan being safe, the
+    /// pass already due plans again from the news, without backing off.
+    Superseded,
     /// A write was refused because the world moved on (`409`, `404`); the
     /// writer put the fresh state into the index: pass again now.
     Replan,

@@ -1,8 +1,10 @@
 //! The snapshot runtime against kube-fake-api, with a tiny controller that
 //! labels every ConfigMap with the number of ConfigMaps it saw: passes start
 //! after the initial sync, a burst is one pass, the echo of the
-//! controller's own writes does not cause another pass, a 409 refreshes the
-//! index and the pass is made again, dry-run writes nothing.
+//! controller's own writes does not cause another pass (nor counts as news
+//! between writes), a change made during a long plan supersedes the rest of
+//! it, a 409 refreshes the index and the pass is made again, dry-run writes
+//! nothing.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -74,6 +76,8 @@ impl Reconciler for Labeller {
                     .await
                 {
                     outcome = outcome.and(refused.outcome());
+                } else if writer.news() {
+                    return outcome.and(Outcome::Superseded);
                 }
             }
             outcome
@@ -184,6 +188,48 @@ async fn passes_start_after_the_initial_sync_and_own_writes_cause_no_further_pas
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(run.metrics.reconciles.get(), 2);
+    run.stop().await;
+}
+
+#[tokio::test]
+async fn a_change_made_during_a_long_plan_supersedes_the_rest_of_it() {
+    let fake = FakeApi::new();
+    let names: Vec<String> = (0..10).map(|i| format!("cm-{i}")).collect();
+    for name in &names {
+        seed(&fake, name);
+    }
+    // Each write takes a while, so the plan of ten is still being written
+    // when someone else adds a ConfigMap.
+    fake.inject(Fault::latency(Duration::from_millis(100)).on_verb(Verb::Patch));
+    let run = start(&fake, false);
+    eventually(
+        "the first write is in flight",
+        Duration::from_secs(5),
+        || run.metrics.reconciles.get() >= 1,
+    )
+    .await;
+    seed(&fake, "late");
+    eventually("all relabelled", Duration::from_secs(10), || {
+        labels(&fake).iter().all(|l| l.as_deref() == Some("11"))
+    })
+    .await;
+    // Written to the end, the first plan would make 10 writes and the
+    // second 11.
+    let writes = fake
+        .requests()
+        .iter()
+        .filter(|r| r.is(Verb::Patch, "configmaps"))
+        .count();
+    assert!(
+        writes < 21,
+        "the first plan stopped once the news arrived ({writes} writes in all)"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        run.metrics.reconciles.get(),
+        2,
+        "the news made one more pass"
+    );
     run.stop().await;
 }
 

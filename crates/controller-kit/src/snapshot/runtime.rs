@@ -8,6 +8,7 @@ use futures::stream::{BoxStream, SelectAll};
 use futures::{FutureExt, StreamExt};
 use kube::Resource;
 use serde::de::DeserializeOwned;
+use sync_wrapper::SyncWrapper;
 use tokio::time::Instant;
 
 use super::watch::{Update, Watch, updates};
@@ -72,9 +73,15 @@ pub struct Runtime<R: Reconciler> {
     metrics: ControllerMetrics,
     readiness: Readiness,
     events: EventPublisher,
-    watches: SelectAll<BoxStream<'static, (usize, Update<R::Index>)>>,
+    watches: Watches<R::Index>,
     debounces: Vec<Duration>,
 }
+
+/// Every watch's updates, tagged with the watch's position. The streams are
+/// `Send` but not `Sync`; the wrapper lets the executor's `Writer` (which
+/// must be `Sync`, as executors hold `&Writer` across awaits) reach them
+/// through `&mut` alone.
+pub(crate) type Watches<I> = SyncWrapper<SelectAll<BoxStream<'static, (usize, Update<I>)>>>;
 
 impl<R: Reconciler> Runtime<R> {
     /// A runtime for `reconciler` over `index` (usually empty: the first
@@ -101,7 +108,7 @@ impl<R: Reconciler> Runtime<R> {
             metrics,
             readiness,
             events,
-            watches: SelectAll::new(),
+            watches: SyncWrapper::new(SelectAll::new()),
             debounces: Vec::new(),
         }
     }
@@ -116,6 +123,7 @@ impl<R: Reconciler> Runtime<R> {
         let id = self.debounces.len();
         self.debounces.push(watch.debounce_time());
         self.watches
+            .get_mut()
             .push(updates::<K, R::Index>(watch).map(move |u| (id, u)).boxed());
         self
     }
@@ -151,14 +159,14 @@ impl<R: Reconciler> Runtime<R> {
             tokio::select! {
                 biased;
                 () = &mut stop => return Ok(()),
-                next = watches.next() => match next {
+                next = watches.get_mut().next() => match next {
                     Some((id, update)) => state.take(id, update, &mut index, &debounces, &metrics),
                     None => return Err(crate::Error::WatchEnded),
                 },
                 () = sleep_until(state.wake_at()) => {}
             }
             // Coalesce: take in everything already delivered.
-            while let Some(Some((id, update))) = watches.next().now_or_never() {
+            while let Some(Some((id, update))) = watches.get_mut().next().now_or_never() {
                 state.take(id, update, &mut index, &debounces, &metrics);
             }
             if !state.all_synced {
@@ -181,7 +189,9 @@ impl<R: Reconciler> Runtime<R> {
                 let plan = reconciler.plan(&index, jiff::Timestamp::now());
                 let mut writer = Writer {
                     index: &mut index,
-                    versions: &mut state.versions,
+                    state: &mut state,
+                    watches: &mut watches,
+                    debounces: &debounces,
                     metrics: &metrics,
                     events: &events,
                     shutdown,
@@ -196,7 +206,9 @@ impl<R: Reconciler> Runtime<R> {
     }
 }
 
-struct LoopState {
+/// What the loop keeps between passes (and the writer updates when it
+/// takes in news, [`Writer::news`]).
+pub(crate) struct LoopState {
     synced: Vec<bool>,
     all_synced: bool,
     /// When the next pass is wanted.
@@ -205,7 +217,7 @@ struct LoopState {
     retry_at: Option<Instant>,
     backoff: Duration,
     quick_replans: u32,
-    versions: Versions,
+    pub(crate) versions: Versions,
 }
 
 impl LoopState {
@@ -222,7 +234,12 @@ impl LoopState {
         self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
 
-    fn take<I>(
+    /// Whether a pass is wanted (a change someone else made arrived).
+    pub(crate) fn pass_wanted(&self) -> bool {
+        self.due.is_some()
+    }
+
+    pub(crate) fn take<I>(
         &mut self,
         id: usize,
         update: Update<I>,
@@ -285,7 +302,7 @@ impl LoopState {
             other => other,
         };
         match outcome {
-            Outcome::Done => {
+            Outcome::Done | Outcome::Superseded => {
                 self.backoff = settings.retry_backoff;
                 self.quick_replans = 0;
             }

@@ -4,6 +4,9 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -14,6 +17,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::runtime::{LoopState, Watches};
 use super::watch::ObjectKey;
 use super::{IndexResource, Outcome};
 use crate::Shutdown;
@@ -140,7 +144,9 @@ impl Versions {
 /// The executor's handle: see the [module docs](super).
 pub struct Writer<'a, I> {
     pub(crate) index: &'a mut I,
-    pub(crate) versions: &'a mut Versions,
+    pub(crate) state: &'a mut LoopState,
+    pub(crate) watches: &'a mut Watches<I>,
+    pub(crate) debounces: &'a [Duration],
     pub(crate) metrics: &'a ControllerMetrics,
     pub(crate) events: &'a EventPublisher,
     pub(crate) shutdown: &'a Shutdown,
@@ -161,6 +167,22 @@ impl<I> Writer<'_, I> {
     /// The index, for executor-side updates (e.g. after a GET).
     pub fn index_mut(&mut self) -> &mut I {
         self.index
+    }
+
+    /// Takes into the index the watch updates already delivered (without
+    /// waiting for any), and says whether one of them wants a pass: a
+    /// change someone else made, not the echo of this controller's own
+    /// writes. An executor with a long plan asks between writes; when the
+    /// answer is yes, what remains of its plan may be stale, so it may stop
+    /// and return [`Outcome::Superseded`](super::Outcome::Superseded): the
+    /// next pass, already due, plans from the news. Without this, news
+    /// waits for the whole plan to be written.
+    pub fn news(&mut self) -> bool {
+        while let Some(Some((id, update))) = self.watches.get_mut().next().now_or_never() {
+            self.state
+                .take(id, update, self.index, self.debounces, self.metrics);
+        }
+        self.state.pass_wanted()
     }
 
     /// Whether `--dry-run` is on (writes are logged, not sent).
@@ -349,7 +371,8 @@ impl<I> Writer<'_, I> {
     {
         match api.get_opt(name).await {
             Ok(Some(object)) => {
-                self.versions
+                self.state
+                    .versions
                     .record(ObjectKey::of(&object), object.resource_version().as_deref());
                 self.index.apply(object.clone());
                 Ok(Some(object))
@@ -373,7 +396,8 @@ impl<I> Writer<'_, I> {
         I: IndexResource<K>,
     {
         let namespace = api.namespace().map(str::to_owned);
-        self.versions
+        self.state
+            .versions
             .forget(&ObjectKey::named::<K>(namespace.clone(), name.to_owned()));
         let mut key = ObjectRef::<K>::new(name);
         key.namespace = namespace;
@@ -396,7 +420,8 @@ impl<I> Writer<'_, I> {
             Ok(object) => {
                 self.readiness.unblock(WRITE_REFUSED);
                 self.metrics.record_write("written");
-                self.versions
+                self.state
+                    .versions
                     .record(ObjectKey::of(&object), object.resource_version().as_deref());
                 self.index.apply(object.clone());
                 return Ok(Written::Applied(object));
