@@ -124,6 +124,11 @@ impl HostIndex {
         self.nodes.values()
     }
 
+    /// The Node of that name.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name)
+    }
+
     /// The Pods whose placement may care about physical hosts, by
     /// namespace and name.
     pub fn pods(&self) -> impl Iterator<Item = &Pod> {

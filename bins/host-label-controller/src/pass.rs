@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use anti_affinity_placement::labels::{HostLabelConfig, NodeLabelPlan, audit};
+use anti_affinity_placement::labels::{HostLabelConfig, NodeLabelPlan, NodeLabels, audit_views};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use kube::{Resource, ResourceExt};
 use kube_adapters::capi::machine_label_plans;
@@ -87,15 +87,23 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
         Some(sync) => machine_label_plans(index.nodes(), index.machines(), sync).nodes,
         None => BTreeMap::new(),
     };
-    let (patches, nodes) = label_plans(&config.labels, index.nodes(), &hosts, &mut synced);
-    let pods: Vec<&Pod> = index.pods().collect();
-    let owned: Vec<Pod> = pods.iter().map(|p| (*p).clone()).collect();
-    let result = audit(&nodes, &owned, config.labels.keys(), &hosts);
-    let by_key: BTreeMap<String, &Pod> = pods.iter().map(|p| (report::pod_key(p), *p)).collect();
+    let (patches, patched_labels) = label_plans(&config.labels, index.nodes(), &hosts, &mut synced);
+    // Every Node as it will be once the patches are made: the planned labels
+    // of the patched ones, the index's own of the rest (nothing is copied).
+    let nodes: Vec<NodeLabels<'_>> = index
+        .nodes()
+        .filter_map(NodeLabels::of)
+        .map(|node| match patched_labels.get(node.name) {
+            Some(labels) => NodeLabels { labels, ..node },
+            None => node,
+        })
+        .collect();
+    let result = audit_views(&nodes, index.pods(), config.labels.keys(), &hosts);
+    let by_key: BTreeMap<String, &Pod> = index.pods().map(|p| (report::pod_key(p), p)).collect();
     let violations = report::violations(&result, &by_key);
     let without_host_information = nodes
         .iter()
-        .filter(|n| hosts.get(&n.name_any()).is_none_or(String::is_empty))
+        .filter(|n| hosts.get(n.name).is_none_or(String::is_empty))
         .count();
     let keys: Vec<String> = config
         .labels
@@ -108,7 +116,7 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
         .unlabelled_nodes
         .iter()
         .filter_map(|name| {
-            let node = nodes.iter().find(|n| n.metadata.name.as_ref() == Some(name))?;
+            let node = index.node(name)?;
             let why = if hosts.get(name).is_some_and(|h| !h.is_empty()) {
                 "the controller could not label it yet"
             } else {
@@ -144,40 +152,38 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
 }
 
 /// The patches (host labels merged with the Machine label sync plans in
-/// `synced`, which are taken), and every Node as it will be once they are
-/// made.
+/// `synced`, which are taken), and the labels each patched Node will have
+/// once they are made, by Node name.
 fn label_plans<'a>(
     labels: &HostLabelConfig,
     nodes: impl Iterator<Item = &'a Node>,
     hosts: &BTreeMap<String, String>,
     synced: &mut BTreeMap<String, NodeLabelPlan>,
-) -> (Vec<NodePatch>, Vec<Node>) {
+) -> (Vec<NodePatch>, BTreeMap<String, BTreeMap<String, String>>) {
     let mut patches = Vec::new();
-    let mut after = Vec::new();
+    let mut patched_labels = BTreeMap::new();
     for node in nodes {
-        let mut node = node.clone();
         let name = node.name_any();
         let host = hosts.get(&name).filter(|h| !h.is_empty());
-        let host_plan = host.map(|host| labels.plan_node(&node, host));
+        let host_plan = host.map(|host| labels.plan_node(node, host));
         let plan = match (host_plan, synced.remove(&name)) {
             (Some(host_plan), Some(sync_plan)) => host_plan.merge(sync_plan),
             (Some(plan), None) | (None, Some(plan)) => plan,
-            (None, None) => NodeLabelPlan::default(),
+            (None, None) => continue,
         };
-        if !plan.is_empty() {
-            let mut l = node.metadata.labels.take().unwrap_or_default();
-            let mut a = node.metadata.annotations.take().unwrap_or_default();
-            plan.apply(&mut l, &mut a);
-            node.metadata.labels = Some(l);
-            node.metadata.annotations = Some(a);
-            patches.push(NodePatch {
-                node: name,
-                host: host.cloned(),
-                resource_version: node.resource_version(),
-                labels: plan,
-            });
+        if plan.is_empty() {
+            continue;
         }
-        after.push(node);
+        let mut after = node.metadata.labels.clone().unwrap_or_default();
+        let mut annotations = node.metadata.annotations.clone().unwrap_or_default();
+        plan.apply(&mut after, &mut annotations);
+        patched_labels.insert(name.clone(), after);
+        patches.push(NodePatch {
+            node: name,
+            host: host.cloned(),
+            resource_version: node.resource_version(),
+            labels: plan,
+        });
     }
-    (patches, after)
+    (patches, patched_labels)
 }

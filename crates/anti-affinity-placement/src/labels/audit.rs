@@ -90,13 +90,35 @@ fn group_of(pod: &Pod, selector: String) -> (String, String) {
     }
 }
 
-fn node_label<'a>(node: &'a Node, key: &LabelKey) -> Option<&'a str> {
-    node.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(key.as_str()))
-        .map(String::as_str)
-        .filter(|v| !v.is_empty())
+/// A Node as the audit reads it: its name and its labels. A controller
+/// that plans label changes audits the Nodes as they will be by pointing
+/// at the planned labels, without copying the Nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLabels<'a> {
+    /// `metadata.name`.
+    pub name: &'a str,
+    /// `metadata.labels`.
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+impl<'a> NodeLabels<'a> {
+    /// The view of a Node, `None` for a Node without a name (the audit
+    /// cannot name it, and no pod can be bound to it).
+    pub fn of(node: &'a Node) -> Option<Self> {
+        Some(Self {
+            name: node.metadata.name.as_deref()?,
+            labels: node.metadata.labels.as_ref().unwrap_or(&NO_LABELS),
+        })
+    }
+
+    fn label(&self, key: &LabelKey) -> Option<&'a str> {
+        self.labels
+            .get(key.as_str())
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
 }
 
 /// Audit nodes and pods against the host keys (`keys` non-empty; the caller
@@ -107,21 +129,29 @@ pub fn audit(
     keys: &[LabelKey],
     host_of_node: &BTreeMap<String, String>,
 ) -> Audit {
+    let views: Vec<NodeLabels<'_>> = nodes.iter().filter_map(NodeLabels::of).collect();
+    audit_views(&views, pods, keys, host_of_node)
+}
+
+/// [`audit`] of Node views and borrowed pods: the same result, without
+/// owning either.
+pub fn audit_views<'a>(
+    nodes: &[NodeLabels<'_>],
+    pods: impl IntoIterator<Item = &'a Pod>,
+    keys: &[LabelKey],
+    host_of_node: &BTreeMap<String, String>,
+) -> Audit {
     let mut unlabelled_nodes: Vec<String> = nodes
         .iter()
-        .filter(|n| keys.iter().any(|k| node_label(n, k).is_none()))
-        .filter_map(|n| n.metadata.name.clone())
+        .filter(|n| keys.iter().any(|k| n.label(k).is_none()))
+        .map(|n| n.name.to_owned())
         .collect();
     unlabelled_nodes.sort();
     unlabelled_nodes.dedup();
 
     let labelled_host: BTreeMap<&str, &str> = nodes
         .iter()
-        .filter_map(|n| {
-            let name = n.metadata.name.as_deref()?;
-            let host = keys.iter().find_map(|k| node_label(n, k))?;
-            Some((name, host))
-        })
+        .filter_map(|n| Some((n.name, keys.iter().find_map(|k| n.label(k))?)))
         .collect();
     let host_of = |node: &str| -> Option<String> {
         host_of_node
