@@ -43,8 +43,10 @@ pub struct ManifestArgs {
     /// Container image.
     #[arg(long, default_value = crate::manifests::DEFAULT_IMAGE, value_name = "IMAGE")]
     pub image: String,
-    /// Run with `--all-clusters`, and grant reading Clusters and Secrets
-    /// (the `<cluster>-kubeconfig` ones).
+    /// Run with `--all-clusters`, in the management cluster: grant watching
+    /// Clusters and Machines and reading Secrets (the `<cluster>-kubeconfig`
+    /// ones), and nothing on Nodes, Pods, ConfigMaps or Events (those are
+    /// in the workload clusters).
     #[arg(long)]
     pub all_clusters: bool,
     /// Run with `--sync-machine-labels` (no further permission needed).

@@ -12,40 +12,49 @@ use crate::config::{CONTROLLER_NAME, DEFAULT_STATUS_CONFIGMAP};
 pub const DEFAULT_IMAGE: &str = "ghcr.io/placement-policies/host-label-controller:0.1.0";
 
 /// Cluster-wide permissions (ClusterRole): read and patch Nodes (labels and
-/// our annotation only), read Machines and Pods. No create, update or delete.
-/// Events (`events.k8s.io` create/patch) are added by controller-kit.
+/// our annotation only; `get` re-reads a Node after a `409`), watch Machines
+/// and Pods. No create, update or delete. Events (`events.k8s.io`
+/// create/patch) are added by controller-kit.
 pub const CLUSTER_RULES: &[Rule] = &[
     Rule::new("", &["nodes"], &[Get, List, Watch, Patch]),
-    Rule::new("", &["pods"], &[Get, List, Watch]),
-    Rule::new("cluster.x-k8s.io", &["machines"], &[Get, List, Watch]),
+    Rule::new("", &["pods"], &[List, Watch]),
+    Rule::new("cluster.x-k8s.io", &["machines"], &[List, Watch]),
 ];
 
-/// Added with `--audit-cluster-modules`: read the Cluster API and CAPV
+/// Added with `--audit-cluster-modules`: watch the Cluster API and CAPV
 /// objects the cluster-module audit works on.
 pub const CLUSTER_MODULE_RULES: &[Rule] = &[
     Rule::new(
         "cluster.x-k8s.io",
         &["clusters", "machinedeployments", "machinesets"],
-        &[Get, List, Watch],
+        &[List, Watch],
     ),
     Rule::new(
         "controlplane.cluster.x-k8s.io",
         &["kubeadmcontrolplanes"],
-        &[Get, List, Watch],
+        &[List, Watch],
     ),
     Rule::new(
         "infrastructure.cluster.x-k8s.io",
         &["vsphereclusters", "vspheremachinetemplates", "vspherevms"],
-        &[Get, List, Watch],
+        &[List, Watch],
     ),
 ];
 
-/// Added with `--all-clusters`: watch Clusters and read their
-/// `<cluster>-kubeconfig` Secrets. The Secret names are not known in
-/// advance, so `get` on Secrets is not restricted by name: grant it only
-/// where Cluster API keeps these Secrets.
+/// With `--all-clusters` the controller runs in the management cluster and
+/// needs there only this (ClusterRole): watch Clusters and their Machines,
+/// and read each Cluster's `<cluster>-kubeconfig` Secret. The Secret names
+/// are not known in advance, so `get` on Secrets is not restricted by name:
+/// grant it only where Cluster API keeps these Secrets. Nodes, Pods, the
+/// status ConfigMap and Events are all in the workload clusters, reached
+/// with the credentials of those Secrets, so the management identity is
+/// granted none of them.
 pub const ALL_CLUSTERS_RULES: &[Rule] = &[
-    Rule::new("cluster.x-k8s.io", &["clusters"], &[Get, List, Watch]),
+    Rule::new(
+        "cluster.x-k8s.io",
+        &["clusters", "machines"],
+        &[List, Watch],
+    ),
     Rule::new("", &["secrets"], &[Get]),
 ];
 
@@ -56,7 +65,8 @@ pub struct Features {
     pub sync_machine_labels: bool,
     /// `--audit-cluster-modules` (adds [`CLUSTER_MODULE_RULES`]).
     pub audit_cluster_modules: bool,
-    /// `--all-clusters` (adds [`ALL_CLUSTERS_RULES`]).
+    /// `--all-clusters` ([`ALL_CLUSTERS_RULES`] instead of
+    /// [`CLUSTER_RULES`], no Events, no ConfigMap Role).
     pub all_clusters: bool,
 }
 
@@ -81,15 +91,17 @@ pub fn render_with(
     image: &str,
     features: Features,
 ) -> Result<String, controller_kit::Error> {
-    let mut rules = CLUSTER_RULES.to_vec();
+    let mut rules = if features.all_clusters {
+        ALL_CLUSTERS_RULES.to_vec()
+    } else {
+        CLUSTER_RULES.to_vec()
+    };
     if features.audit_cluster_modules {
         rules.extend_from_slice(CLUSTER_MODULE_RULES);
     }
-    if features.all_clusters {
-        rules.extend_from_slice(ALL_CLUSTERS_RULES);
-    }
     let mut manifest = ControllerManifest::new(CONTROLLER_NAME, namespace, image, &rules);
     manifest.scope = Scope::Cluster;
+    manifest.events = !features.all_clusters;
     manifest.args = vec![
         format!("--namespace={namespace}"),
         format!("--status-configmap={namespace}/{DEFAULT_STATUS_CONFIGMAP}"),
@@ -106,7 +118,9 @@ pub fn render_with(
     let yaml = manifest.to_yaml()?;
     let mut docs: Vec<String> = yaml.split("---\n").map(str::to_owned).collect();
     let deployment = docs.pop().unwrap_or_default();
-    docs.extend(configmap_role(namespace)?);
+    if !features.all_clusters {
+        docs.extend(configmap_role(namespace)?);
+    }
     docs.push(deployment);
     Ok(docs.join("---\n"))
 }

@@ -59,13 +59,14 @@ fn rbac_is_least_privilege() {
             "Deployment"
         ]
     );
-    // Cluster-wide: read Nodes/Pods/Machines, patch Nodes, Events.
+    // Cluster-wide: watch Nodes/Pods/Machines, patch Nodes (get: re-read
+    // after a 409), Events.
     assert_eq!(
         docs[1]["rules"],
         json!([
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines"], "verbs": ["list", "watch"]},
             {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
         ])
     );
@@ -256,11 +257,11 @@ fn the_module_audit_adds_read_only_access_to_the_cluster_api_kinds() {
         docs[1]["rules"],
         json!([
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters", "machinedeployments", "machines", "machinesets"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["controlplane.cluster.x-k8s.io"], "resources": ["kubeadmcontrolplanes"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters", "machinedeployments", "machines", "machinesets"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["controlplane.cluster.x-k8s.io"], "resources": ["kubeadmcontrolplanes"], "verbs": ["list", "watch"]},
             {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
-            {"apiGroups": ["infrastructure.cluster.x-k8s.io"], "resources": ["vsphereclusters", "vspheremachinetemplates", "vspherevms"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["infrastructure.cluster.x-k8s.io"], "resources": ["vsphereclusters", "vspheremachinetemplates", "vspherevms"], "verbs": ["list", "watch"]},
         ])
     );
     let args = docs[7]["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -269,4 +270,55 @@ fn the_module_audit_adds_read_only_access_to_the_cluster_api_kinds() {
         .clone();
     assert!(args.contains(&json!("--sync-machine-labels")));
     assert!(args.contains(&json!("--audit-cluster-modules")));
+}
+
+/// `--all-clusters` runs in the management cluster, where it only watches
+/// Clusters and Machines and reads kubeconfig Secrets: Nodes, Pods, the
+/// status ConfigMap and Events are all reached through the workload
+/// clusters' own credentials, so the management identity gets none of them.
+#[test]
+fn all_clusters_manifests_grant_the_management_identity_only_clusters_machines_and_secrets() {
+    use host_label_controller::manifests::{Features, render_with};
+    let docs: Vec<Value> = render_with(
+        "infra",
+        "img",
+        Features {
+            all_clusters: true,
+            ..Features::default()
+        },
+    )
+    .unwrap()
+    .split("---\n")
+    .map(|d| serde_saphyr::from_str(d).unwrap())
+    .collect();
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Deployment"
+        ],
+        "no ConfigMap Role"
+    );
+    assert_eq!(
+        docs[1]["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters", "machines"], "verbs": ["list", "watch"]},
+        ])
+    );
+    assert_eq!(
+        docs[3]["rules"][0]["resources"],
+        json!(["leases"]),
+        "the remaining Role is leader election's"
+    );
+    let args = docs[5]["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(args.contains(&json!("--all-clusters")));
 }

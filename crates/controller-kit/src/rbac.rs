@@ -179,6 +179,10 @@ pub struct ControllerManifest {
     pub rules: Vec<Rule>,
     /// Whether replicas elect a leader (adds the Lease Role and `--leader-elect`).
     pub leader_election: bool,
+    /// Whether the controller publishes Events with this identity (adds
+    /// [`EVENTS_RULE`]); off for a deployment that publishes its Events
+    /// through other credentials.
+    pub events: bool,
     /// Deployment or DaemonSet.
     pub workload: Workload,
     /// Number of replicas (Deployment only).
@@ -258,16 +262,20 @@ impl ControllerManifest {
             scope: Scope::Cluster,
             rules: rules.to_vec(),
             leader_election: true,
+            events: true,
             workload: Workload::Deployment,
             replicas: 2,
             metrics_port: 8080,
         }
     }
 
-    /// The controller's role rules: the declared ones plus Events.
+    /// The controller's role rules: the declared ones plus Events (when
+    /// [`ControllerManifest::events`]).
     pub fn role_rules(&self) -> Vec<PolicyRule> {
         let mut rules = self.rules.clone();
-        rules.push(EVENTS_RULE);
+        if self.events {
+            rules.push(EVENTS_RULE);
+        }
         normalize(&rules)
     }
 

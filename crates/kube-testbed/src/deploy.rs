@@ -986,9 +986,97 @@ pub fn unused<'a>(grants: &'a [Grant], requests: &[AuditedRequest]) -> Vec<&'a G
         .collect()
 }
 
+/// Least privilege, as far as a run can show it: every grant of the
+/// generated `manifests` was used by an allowed request of `requests`, or
+/// is listed in `unexercised` with the reason this run cannot use it (a
+/// re-read after a `409` that did not happen, an apply that creates, which
+/// the authorizer checks as `create` but the audit log records as
+/// `patch`, ...). `unexercised` names grants as [`Grant`]'s `Display`
+/// does (`verb group/resource`, `core` for the core group). Fails naming
+/// each grant neither used nor explained, and each explanation that no
+/// longer names a grant (an explanation list must not go stale).
+pub fn assert_least_privilege(
+    manifests: &str,
+    requests: &[AuditedRequest],
+    unexercised: &[(&str, &str)],
+    what: &str,
+) {
+    let grants = match granted(manifests) {
+        Ok(grants) => grants,
+        Err(error) => panic!("{what}: cannot read the generated RBAC: {error}"),
+    };
+    let unused: Vec<String> = unused(&grants, requests)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let unexplained: Vec<&String> = unused
+        .iter()
+        .filter(|grant| !unexercised.iter().any(|(g, _)| g == grant))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "{what}: the generated RBAC grants what the run never used and no reason explains: {unexplained:?}; drop the grant, or explain why a run cannot use it"
+    );
+    let all: Vec<String> = grants.iter().map(ToString::to_string).collect();
+    let stale: Vec<&str> = unexercised
+        .iter()
+        .map(|(grant, _)| *grant)
+        .filter(|grant| !all.iter().any(|g| g == grant))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "{what}: explained as unexercised but not granted at all: {stale:?}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const POD_READER: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, list]\n";
+
+    fn listed_pods() -> Vec<AuditedRequest> {
+        vec![AuditedRequest {
+            verb: "list".into(),
+            group: String::new(),
+            resource: "pods".into(),
+            namespace: String::new(),
+            name: String::new(),
+            code: 200,
+            time: String::new(),
+        }]
+    }
+
+    #[test]
+    fn a_grant_neither_used_nor_explained_is_not_least_privilege() {
+        let failed = std::panic::catch_unwind(|| {
+            assert_least_privilege(POD_READER, &listed_pods(), &[], "reader");
+        });
+        let message = failed.unwrap_err();
+        let message = message.downcast_ref::<String>().unwrap();
+        assert!(message.contains("[\"get core/pods\"]"), "{message}");
+        assert_least_privilege(
+            POD_READER,
+            &listed_pods(),
+            &[("get core/pods", "re-read after a 409")],
+            "reader",
+        );
+    }
+
+    #[test]
+    fn an_explanation_of_a_grant_that_is_not_there_is_stale() {
+        let failed = std::panic::catch_unwind(|| {
+            assert_least_privilege(
+                POD_READER,
+                &listed_pods(),
+                &[("get core/pods", "re-read"), ("patch core/pods", "gone")],
+                "reader",
+            );
+        });
+        let message = failed.unwrap_err();
+        let message = message.downcast_ref::<String>().unwrap();
+        assert!(message.contains("patch core/pods"), "{message}");
+    }
 
     #[test]
     fn arguments_expand_the_containers_environment_as_the_kubelet_does() {
