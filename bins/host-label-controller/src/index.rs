@@ -18,10 +18,11 @@ use kube::{Api, ResourceExt};
 use controller_kit::snapshot::{IndexResource, Reconciler, Runtime, Watch};
 
 use crate::config::{Config, HostSource};
-use kube_adapters::capi::{
-    Cluster, ClusterApiObjects, KubeadmControlPlane, Machine, MachineDeployment, MachineSet,
-    VSphereCluster, VSphereMachineTemplate, VSphereVM, host_map,
+use capi_api::{
+    Cluster, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, VSphereCluster,
+    VSphereMachineTemplate, VSphereVM,
 };
+use kube_adapters::capi::{ClusterApiObjects, host_map};
 
 use crate::source;
 

@@ -168,11 +168,11 @@ pub const ALL_CLUSTERS_RECHECK: Duration = Duration::from_secs(10);
 mod clusters {
     use std::collections::{BTreeMap, BTreeSet};
 
+    use capi_api::Cluster;
     use futures::StreamExt;
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::Api;
     use kube::runtime::watcher;
-    use kube_adapters::capi::Cluster;
 
     use super::*;
 

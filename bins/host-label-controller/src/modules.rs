@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::cluster_modules::{ClusterModulesReport, Membership};
+use capi_api::Machine;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
-use kube_adapters::capi::Machine;
 use kube_adapters::meta::namespace_or_default;
 
 use crate::index::HostIndex;

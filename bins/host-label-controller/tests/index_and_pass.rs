@@ -1,13 +1,13 @@
 //! The index and the pass, synchronously: objects are fed to the index the
 //! way the runtime's watches do, and the pass is a function call.
 
+use capi_api::Machine;
 use controller_kit::snapshot::IndexResource;
 use host_label_controller::cli::label_config;
 use host_label_controller::index::HostIndex;
 use host_label_controller::{Config, HostSource, ObjectName, pass};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::runtime::reflector::ObjectRef;
-use kube_adapters::capi::Machine;
 use serde_json::json;
 
 const KEY: &str = "node.cluster.x-k8s.io/esxi-host";

@@ -5,7 +5,8 @@
 //! a controller decodes from the API server's JSON. And the key policyctl
 //! files an object under names the namespace the converted input carries.
 
-use kube_adapters::capi::{Machine, host_map};
+use capi_api::Machine;
+use kube_adapters::capi::host_map;
 use kube_adapters::velero::{GateScope, LoadObject, backup_input, load};
 use policyctl::manifest::{Inventory, Objects, read_str};
 use proptest::prelude::*;

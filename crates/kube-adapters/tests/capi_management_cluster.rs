@@ -4,11 +4,12 @@
 
 use anti_affinity_placement::cluster_modules::{GroupKind, ReconcileStatus};
 use anti_affinity_placement::labels::MachineLabelSync;
-use k8s_openapi::api::core::v1::Node;
-use kube_adapters::capi::{
-    Cluster, ClusterApiObjects, KubeadmControlPlane, Machine, MachineDeployment, MachineSet,
-    VSphereCluster, VSphereMachineTemplate, VSphereVM, machine_label_plans,
+use capi_api::{
+    Cluster, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, VSphereCluster,
+    VSphereMachineTemplate, VSphereVM,
 };
+use k8s_openapi::api::core::v1::Node;
+use kube_adapters::capi::{ClusterApiObjects, machine_label_plans};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 

@@ -8,8 +8,9 @@
 use std::collections::BTreeSet;
 
 use backup_queue::{BackupInput, NamespaceFilter, Phase as QueuePhase};
+use capi_api::Machine;
 use jiff::Timestamp;
-use kube_adapters::capi::{Machine, host_map};
+use kube_adapters::capi::host_map;
 use kube_adapters::velero::{GateScope, LoadObject, backup_input, load};
 use load_soothe::{Load, LoadKind, Phase as LoadPhase};
 use proptest::prelude::*;

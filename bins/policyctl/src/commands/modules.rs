@@ -12,7 +12,8 @@
 use anti_affinity_placement::cluster_modules::{
     ClusterModulesReport, DeleteReason, Membership, ReconcileStatus,
 };
-use kube_adapters::capi::{ClusterApiObjects, VSphereCluster};
+use capi_api::VSphereCluster;
+use kube_adapters::capi::ClusterApiObjects;
 use kube_adapters::meta::namespace_or_default;
 use serde_json::{Value, json};
 

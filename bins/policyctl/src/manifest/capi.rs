@@ -2,10 +2,11 @@
 //! Machines every command reads: what `policyctl modules` (and `report`)
 //! work on.
 
-use kube_adapters::capi::{
-    Cluster, ClusterApiObjects, KubeadmControlPlane, Machine, MachineDeployment, MachineSet,
-    VSphereCluster, VSphereMachineTemplate, VSphereVM,
+use capi_api::{
+    Cluster, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, VSphereCluster,
+    VSphereMachineTemplate, VSphereVM,
 };
+use kube_adapters::capi::ClusterApiObjects;
 
 use super::{Item, ManifestError, Objects, Origin, insert};
 

@@ -674,14 +674,14 @@ read_whole!(
     velero_api::DataUpload,
     velero_api::DataDownload,
     k8s_openapi::api::apps::v1::Deployment,
-    kube_adapters::capi::Machine,
-    kube_adapters::capi::Cluster,
-    kube_adapters::capi::KubeadmControlPlane,
-    kube_adapters::capi::MachineDeployment,
-    kube_adapters::capi::MachineSet,
-    kube_adapters::capi::VSphereCluster,
-    kube_adapters::capi::VSphereMachineTemplate,
-    kube_adapters::capi::VSphereVM,
+    capi_api::Machine,
+    capi_api::Cluster,
+    capi_api::KubeadmControlPlane,
+    capi_api::MachineDeployment,
+    capi_api::MachineSet,
+    capi_api::VSphereCluster,
+    capi_api::VSphereMachineTemplate,
+    capi_api::VSphereVM,
 );
 
 /// Drops what no command reads and would otherwise be kept with every

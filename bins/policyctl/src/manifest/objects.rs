@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 
 use anti_affinity_placement::hosts::HostInventory;
+use capi_api::Machine;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
-use kube_adapters::capi::Machine;
 use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
 
 use super::capi::CapiInventory;

@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::Machine;
 use crate::meta::namespace_or_default;
+use anti_affinity_placement::labels::DEFAULT_HOST_LABEL_KEY;
+use capi_api::Machine;
 
 /// Node name → host name from Machines, with the Machines that named an
 /// already-mapped Node.
@@ -30,13 +31,26 @@ pub struct ShadowedMachine {
     pub host: String,
 }
 
+/// The ESXi host CAPV recorded on a Machine: its
+/// `node.cluster.x-k8s.io/esxi-host` label (B.1), `None` when absent or
+/// empty (an empty value names no host).
+pub fn esxi_host(machine: &Machine) -> Option<&str> {
+    machine
+        .metadata
+        .labels
+        .as_ref()?
+        .get(DEFAULT_HOST_LABEL_KEY)
+        .map(String::as_str)
+        .filter(|host| !host.is_empty())
+}
+
 /// Node name → host name from Cluster API Machines: for each Machine with a
 /// Node (`status.nodeRef.name`, [`Machine::node_name`]), the value of its
 /// `node.cluster.x-k8s.io/esxi-host` label, the label CAPV writes on the
 /// Machine with the name of the ESXi host running the VM.
 ///
 /// - A Machine without a Node, or whose label is absent or **empty**, is
-///   skipped ([`Machine::node_name`], [`Machine::esxi_host`]): an empty
+///   skipped ([`Machine::node_name`], [`esxi_host`]): an empty
 ///   value names no host, and mapping it would make every such Node appear
 ///   to share one host called `""`.
 /// - Node names are unique in a cluster and Cluster API links a Machine to
@@ -54,7 +68,7 @@ pub fn host_map<'a>(machines: impl IntoIterator<Item = &'a Machine>) -> HostMap 
                 namespace_or_default(machine.metadata.namespace.as_deref()),
                 machine.metadata.name.as_deref().unwrap_or_default(),
                 machine.node_name()?,
-                machine.esxi_host()?,
+                esxi_host(machine)?,
             ))
         })
         .collect();
@@ -82,8 +96,7 @@ pub fn host_map<'a>(machines: impl IntoIterator<Item = &'a Machine>) -> HostMap 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::machine::{MachineNodeRef, MachineStatus};
-    use anti_affinity_placement::labels::DEFAULT_HOST_LABEL_KEY;
+    use capi_api::machine::{MachineNodeRef, MachineStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use proptest::prelude::*;
 

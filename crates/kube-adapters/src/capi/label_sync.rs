@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use anti_affinity_placement::labels::{MachineLabelSync, NodeLabelPlan};
 use k8s_openapi::api::core::v1::Node;
 
-use super::Machine;
 use crate::meta::namespace_or_default;
+use capi_api::Machine;
 
 /// The label plans of every Node a Machine names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -34,11 +34,12 @@ use anti_affinity_placement::hosts::HostInventory;
 use anti_affinity_placement::labels::sanitize_label_value;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::cluster::Cluster;
-use super::machine::Machine;
-use super::owners::{KubeadmControlPlane, MachineDeployment, MachineSet};
-use super::resource::ObjectRef;
-use super::vsphere::{VSphereCluster, VSphereMachineTemplate, VSphereVM};
+use capi_api::{
+    Cluster, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, ObjectRef,
+    VSphereCluster, VSphereMachineTemplate, VSphereVM,
+};
+
+use super::hosts::esxi_host;
 use crate::meta::namespace_or_default;
 
 /// The label naming an object's Cluster API cluster.
@@ -253,8 +254,7 @@ impl ClusterApiObjects<'_> {
             .map(|machine| {
                 let vm = self.vm_of(machine);
                 let host = vm.and_then(VSphereVM::host).map(str::to_owned).or_else(|| {
-                    machine
-                        .esxi_host()
+                    esxi_host(machine)
                         .map(|value| raw_host.get(value).copied().unwrap_or(value).to_owned())
                 });
                 ClusterMachine {

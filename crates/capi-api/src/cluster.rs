@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::resource::{ObjectRef, partial_resource};
+use crate::resource::{ObjectRef, partial_resource};
 
 /// A Cluster API Cluster: `metadata` and `spec.infrastructureRef` (the same
 /// path in `v1beta1` and `v1beta2`).

@@ -1,11 +1,10 @@
 //! `cluster.x-k8s.io` `Machine`: its labels (CAPV writes the ESXi host
-//! there) and the Node it became.
+//! there; `kube_adapters::capi::esxi_host` reads it) and the Node it became.
 
-use anti_affinity_placement::labels::DEFAULT_HOST_LABEL_KEY;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::resource::{ObjectRef, partial_resource};
+use crate::resource::{ObjectRef, partial_resource};
 
 /// A Cluster API Machine: `metadata`, `spec.infrastructureRef` and
 /// `status.nodeRef.name`.
@@ -72,18 +71,6 @@ impl Machine {
             .as_ref()
             .map(|node_ref| node_ref.name.as_str())
             .filter(|name| !name.is_empty())
-    }
-
-    /// The ESXi host CAPV recorded on this Machine: its
-    /// `node.cluster.x-k8s.io/esxi-host` label, `None` when absent or empty
-    /// (an empty value names no host).
-    pub fn esxi_host(&self) -> Option<&str> {
-        self.metadata
-            .labels
-            .as_ref()?
-            .get(DEFAULT_HOST_LABEL_KEY)
-            .map(String::as_str)
-            .filter(|host| !host.is_empty())
     }
 }
 

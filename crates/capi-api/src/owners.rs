@@ -5,7 +5,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::resource::{ObjectRef, partial_resource};
+use crate::resource::{ObjectRef, partial_resource};
 
 /// A KubeadmControlPlane: `metadata` and its infrastructure template,
 /// `spec.machineTemplate.infrastructureRef` in `v1beta1`,

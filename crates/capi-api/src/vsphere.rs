@@ -5,7 +5,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::resource::partial_resource;
+use crate::resource::partial_resource;
 
 /// A VSphereCluster: its server, recorded cluster modules, opt-out and the
 /// vCenter version CAPV found.
