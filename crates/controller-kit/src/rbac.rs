@@ -162,6 +162,23 @@ pub enum Workload {
     DaemonSet,
 }
 
+/// A further role bound to the controller's ServiceAccount besides its
+/// main one, named `<controller>-<suffix>`: cluster-scoped kinds a
+/// namespaced controller still needs (a ClusterRole), or objects in the
+/// controller's own namespace a cluster-wide one needs (a Role). Its rules
+/// are taken as declared (no Events added).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtraRole {
+    /// Appended to the controller's name, after a dash.
+    pub suffix: &'static str,
+    /// [`Scope::Cluster`]: a ClusterRole and ClusterRoleBinding;
+    /// [`Scope::Namespaced`]: a Role and RoleBinding in the controller's
+    /// namespace.
+    pub scope: Scope,
+    /// The role's rules.
+    pub rules: &'static [Rule],
+}
+
 /// Everything needed to generate one controller's manifests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerManifest {
@@ -179,6 +196,8 @@ pub struct ControllerManifest {
     pub rules: Vec<Rule>,
     /// Whether replicas elect a leader (adds the Lease Role and `--leader-elect`).
     pub leader_election: bool,
+    /// Further roles, each with its binding.
+    pub extra_roles: Vec<ExtraRole>,
     /// Deployment or DaemonSet.
     pub workload: Workload,
     /// Number of replicas (Deployment only).
@@ -258,6 +277,7 @@ impl ControllerManifest {
             scope: Scope::Cluster,
             rules: rules.to_vec(),
             leader_election: true,
+            extra_roles: Vec::new(),
             workload: Workload::Deployment,
             replicas: 2,
             metrics_port: 8080,
@@ -429,7 +449,8 @@ impl ControllerManifest {
 
     /// All manifests as one multi-document YAML string, in a fixed order:
     /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
-    /// Role and RoleBinding (if enabled), Deployment or DaemonSet. Refuses
+    /// Role and RoleBinding (if enabled), the [`ControllerManifest::extra_roles`]
+    /// with their bindings, Deployment or DaemonSet. Refuses
     /// a namespace that is not an RFC 1123 label or an image that is not a
     /// valid reference ([`crate::manifest_inputs`]), naming `--namespace` or
     /// `--image`.
@@ -483,6 +504,34 @@ impl ControllerManifest {
                 role_ref: self.role_ref("Role", &le),
                 subjects: Some(vec![self.subject()]),
             }))?;
+        }
+        for extra in &self.extra_roles {
+            let name = format!("{}-{}", self.name, extra.suffix);
+            match extra.scope {
+                Scope::Cluster => {
+                    push(serde_saphyr::to_string(&ClusterRole {
+                        metadata: meta(&name, None, &self.name),
+                        rules: Some(normalize(extra.rules)),
+                        ..ClusterRole::default()
+                    }))?;
+                    push(serde_saphyr::to_string(&ClusterRoleBinding {
+                        metadata: meta(&name, None, &self.name),
+                        role_ref: self.role_ref("ClusterRole", &name),
+                        subjects: Some(vec![self.subject()]),
+                    }))?;
+                }
+                Scope::Namespaced => {
+                    push(serde_saphyr::to_string(&Role {
+                        metadata: meta(&name, ns, &self.name),
+                        rules: Some(normalize(extra.rules)),
+                    }))?;
+                    push(serde_saphyr::to_string(&RoleBinding {
+                        metadata: meta(&name, ns, &self.name),
+                        role_ref: self.role_ref("Role", &name),
+                        subjects: Some(vec![self.subject()]),
+                    }))?;
+                }
+            }
         }
         match self.workload {
             Workload::Deployment => push(serde_saphyr::to_string(&self.deployment()))?,
@@ -550,6 +599,59 @@ mod tests {
         ];
         let b = [a[1], a[0]];
         assert_eq!(normalize(&a), normalize(&b));
+    }
+
+    #[test]
+    fn extra_roles_come_with_their_bindings_before_the_workload() {
+        const NAMESPACES: &[Rule] = &[Rule::new("", &["namespaces"], &[List, Watch])];
+        const CONFIGMAPS: &[Rule] = &[Rule::new("", &["configmaps"], &[Get])];
+        let mut m = ControllerManifest::new("c", "ns", "example/c:1", &[]);
+        m.extra_roles = vec![
+            ExtraRole {
+                suffix: "namespaces",
+                scope: Scope::Cluster,
+                rules: NAMESPACES,
+            },
+            ExtraRole {
+                suffix: "configmaps",
+                scope: Scope::Namespaced,
+                rules: CONFIGMAPS,
+            },
+        ];
+        let yaml = m.to_yaml().unwrap();
+        let docs: Vec<(String, String)> = yaml
+            .split("---\n")
+            .map(|doc| {
+                let line = |key: &str| {
+                    doc.lines()
+                        .find_map(|l| l.strip_prefix(key))
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                (line("kind: "), line("  name: "))
+            })
+            .collect();
+        let expected = [
+            ("ServiceAccount", "c"),
+            ("ClusterRole", "c"),
+            ("ClusterRoleBinding", "c"),
+            ("Role", "c-leader-election"),
+            ("RoleBinding", "c-leader-election"),
+            ("ClusterRole", "c-namespaces"),
+            ("ClusterRoleBinding", "c-namespaces"),
+            ("Role", "c-configmaps"),
+            ("RoleBinding", "c-configmaps"),
+            ("Deployment", "c"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(k, n)| ((*k).to_owned(), (*n).to_owned()))
+            .collect();
+        assert_eq!(docs, expected);
+        // The extra roles' rules are as declared: no Events added.
+        let namespaces = yaml.split("---\n").nth(5).unwrap();
+        assert!(namespaces.contains("- namespaces\n"), "{namespaces}");
+        assert!(!namespaces.contains("events"), "{namespaces}");
     }
 
     #[test]
