@@ -225,6 +225,9 @@ fn meta(name: &str, namespace: Option<&str>, app: &str) -> ObjectMeta {
     }
 }
 
+/// One serialised manifest.
+type Yaml = Result<String, serde_saphyr::ser_error::Error>;
+
 /// Rules merged by (API group, verbs, resource names).
 type MergeKey<'a> = (&'a str, BTreeSet<RbacVerb>, BTreeSet<&'a str>);
 
@@ -447,6 +450,38 @@ impl ControllerManifest {
         }
     }
 
+    /// The role `name` with `rules` and its binding to the ServiceAccount:
+    /// a ClusterRole and ClusterRoleBinding, or a Role and RoleBinding in the
+    /// controller's namespace.
+    fn role_and_binding(&self, name: &str, scope: Scope, rules: Vec<PolicyRule>) -> (Yaml, Yaml) {
+        let ns = Some(self.namespace.as_str());
+        match scope {
+            Scope::Cluster => (
+                serde_saphyr::to_string(&ClusterRole {
+                    metadata: meta(name, None, &self.name),
+                    rules: Some(rules),
+                    ..ClusterRole::default()
+                }),
+                serde_saphyr::to_string(&ClusterRoleBinding {
+                    metadata: meta(name, None, &self.name),
+                    role_ref: self.role_ref("ClusterRole", name),
+                    subjects: Some(vec![self.subject()]),
+                }),
+            ),
+            Scope::Namespaced => (
+                serde_saphyr::to_string(&Role {
+                    metadata: meta(name, ns, &self.name),
+                    rules: Some(rules),
+                }),
+                serde_saphyr::to_string(&RoleBinding {
+                    metadata: meta(name, ns, &self.name),
+                    role_ref: self.role_ref("Role", name),
+                    subjects: Some(vec![self.subject()]),
+                }),
+            ),
+        }
+    }
+
     /// All manifests as one multi-document YAML string, in a fixed order:
     /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
     /// Role and RoleBinding (if enabled), the [`ControllerManifest::extra_roles`]
@@ -459,7 +494,7 @@ impl ControllerManifest {
         crate::manifest_inputs::validate_image("--image", &self.image)?;
         let ns = Some(self.namespace.as_str());
         let mut docs: Vec<String> = Vec::new();
-        let mut push = |v: Result<String, serde_saphyr::ser_error::Error>| -> Result<(), Error> {
+        let mut push = |v: Yaml| -> Result<(), Error> {
             docs.push(v.map_err(|e| Error::Yaml(e.to_string()))?);
             Ok(())
         };
@@ -468,70 +503,26 @@ impl ControllerManifest {
             automount_service_account_token: Some(true),
             ..ServiceAccount::default()
         }))?;
-        match self.scope {
-            Scope::Cluster => {
-                push(serde_saphyr::to_string(&ClusterRole {
-                    metadata: meta(&self.name, None, &self.name),
-                    rules: Some(self.role_rules()),
-                    ..ClusterRole::default()
-                }))?;
-                push(serde_saphyr::to_string(&ClusterRoleBinding {
-                    metadata: meta(&self.name, None, &self.name),
-                    role_ref: self.role_ref("ClusterRole", &self.name),
-                    subjects: Some(vec![self.subject()]),
-                }))?;
-            }
-            Scope::Namespaced => {
-                push(serde_saphyr::to_string(&Role {
-                    metadata: meta(&self.name, ns, &self.name),
-                    rules: Some(self.role_rules()),
-                }))?;
-                push(serde_saphyr::to_string(&RoleBinding {
-                    metadata: meta(&self.name, ns, &self.name),
-                    role_ref: self.role_ref("Role", &self.name),
-                    subjects: Some(vec![self.subject()]),
-                }))?;
-            }
-        }
+        // The controller's role, the leader-election Role, the extra roles.
+        let mut roles = vec![(self.name.clone(), self.scope, self.role_rules())];
         if self.leader_election {
-            let le = format!("{}-leader-election", self.name);
-            push(serde_saphyr::to_string(&Role {
-                metadata: meta(&le, ns, &self.name),
-                rules: Some(normalize(&[LEASE_RULE])),
-            }))?;
-            push(serde_saphyr::to_string(&RoleBinding {
-                metadata: meta(&le, ns, &self.name),
-                role_ref: self.role_ref("Role", &le),
-                subjects: Some(vec![self.subject()]),
-            }))?;
+            roles.push((
+                format!("{}-leader-election", self.name),
+                Scope::Namespaced,
+                normalize(&[LEASE_RULE]),
+            ));
         }
-        for extra in &self.extra_roles {
-            let name = format!("{}-{}", self.name, extra.suffix);
-            match extra.scope {
-                Scope::Cluster => {
-                    push(serde_saphyr::to_string(&ClusterRole {
-                        metadata: meta(&name, None, &self.name),
-                        rules: Some(normalize(extra.rules)),
-                        ..ClusterRole::default()
-                    }))?;
-                    push(serde_saphyr::to_string(&ClusterRoleBinding {
-                        metadata: meta(&name, None, &self.name),
-                        role_ref: self.role_ref("ClusterRole", &name),
-                        subjects: Some(vec![self.subject()]),
-                    }))?;
-                }
-                Scope::Namespaced => {
-                    push(serde_saphyr::to_string(&Role {
-                        metadata: meta(&name, ns, &self.name),
-                        rules: Some(normalize(extra.rules)),
-                    }))?;
-                    push(serde_saphyr::to_string(&RoleBinding {
-                        metadata: meta(&name, ns, &self.name),
-                        role_ref: self.role_ref("Role", &name),
-                        subjects: Some(vec![self.subject()]),
-                    }))?;
-                }
-            }
+        roles.extend(self.extra_roles.iter().map(|extra| {
+            (
+                format!("{}-{}", self.name, extra.suffix),
+                extra.scope,
+                normalize(extra.rules),
+            )
+        }));
+        for (name, scope, rules) in roles {
+            let (role, binding) = self.role_and_binding(&name, scope, rules);
+            push(role)?;
+            push(binding)?;
         }
         match self.workload {
             Workload::Deployment => push(serde_saphyr::to_string(&self.deployment()))?,
