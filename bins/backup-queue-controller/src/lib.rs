@@ -11,7 +11,7 @@
 //! `InvalidNamespaceFilter`). It runs on controller-kit's snapshot runtime:
 //! [`index`] (the queue state), [`pass`] (the planner, explaining waiting
 //! backups only when their reasons may have changed), [`writes`] (the
-//! executor).
+//! executor), and [`backup_write`], the planned writes both speak in.
 //!
 //! Safety: every write is a merge patch conditioned on the resourceVersion
 //! it was planned from (a stale decision fails with 409 and is re-planned
@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod backup_write;
 pub mod cli;
 pub mod config;
 pub mod crd_check;

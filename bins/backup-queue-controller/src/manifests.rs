@@ -3,9 +3,7 @@
 //! `deploy/backup-queue-controller/` are this output and a test keeps them
 //! in sync).
 
-use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, normalize};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_kit::rbac::{ControllerManifest, ExtraRole, RbacVerb::*, Rule, Scope};
 
 use crate::config::CONTROLLER_NAME;
 
@@ -55,8 +53,8 @@ impl ManifestScope {
 }
 
 /// The manifests as one multi-document YAML string: ServiceAccount,
-/// (Cluster)Role and binding, the Namespace ClusterRole and binding (namespaced
-/// scope), leader-election Role and binding, Deployment.
+/// (Cluster)Role and binding, leader-election Role and binding, the
+/// Namespace ClusterRole and binding (namespaced scope), Deployment.
 pub fn render(
     scope: ManifestScope,
     namespace: &str,
@@ -76,56 +74,12 @@ pub fn render(
         ManifestScope::Namespaced => {
             manifest.scope = Scope::Namespaced;
             manifest.rules = BACKUP_RULES.to_vec();
-            let yaml = manifest.to_yaml()?;
-            let mut docs: Vec<String> = yaml.split("---\n").map(str::to_owned).collect();
-            let deployment = docs.pop().unwrap_or_default();
-            docs.extend(namespace_reader(namespace)?);
-            docs.push(deployment);
-            Ok(docs.join("---\n"))
+            manifest.extra_roles = vec![ExtraRole {
+                suffix: "namespaces",
+                scope: Scope::Cluster,
+                rules: NAMESPACE_RULES,
+            }];
+            manifest.to_yaml()
         }
     }
-}
-
-/// The ClusterRole (Namespaces list/watch) and its binding for the namespaced
-/// variant.
-fn namespace_reader(namespace: &str) -> Result<Vec<String>, controller_kit::Error> {
-    let name = format!("{CONTROLLER_NAME}-namespaces");
-    let labels = Some(
-        [
-            ("app.kubernetes.io/component", "controller"),
-            ("app.kubernetes.io/name", CONTROLLER_NAME),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect(),
-    );
-    let meta = ObjectMeta {
-        name: Some(name.clone()),
-        labels,
-        ..ObjectMeta::default()
-    };
-    let yaml = |r: Result<String, serde_saphyr::ser_error::Error>| {
-        r.map_err(|e| controller_kit::Error::Yaml(e.to_string()))
-    };
-    Ok(vec![
-        yaml(serde_saphyr::to_string(&ClusterRole {
-            metadata: meta.clone(),
-            rules: Some(normalize(NAMESPACE_RULES)),
-            ..ClusterRole::default()
-        }))?,
-        yaml(serde_saphyr::to_string(&ClusterRoleBinding {
-            metadata: meta,
-            role_ref: RoleRef {
-                api_group: "rbac.authorization.k8s.io".into(),
-                kind: "ClusterRole".into(),
-                name,
-            },
-            subjects: Some(vec![Subject {
-                kind: "ServiceAccount".into(),
-                name: CONTROLLER_NAME.into(),
-                namespace: Some(namespace.into()),
-                ..Subject::default()
-            }]),
-        }))?,
-    ])
 }

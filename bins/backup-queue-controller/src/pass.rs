@@ -20,8 +20,8 @@ use std::time::Duration;
 use backup_queue::{Plan, WaitReason};
 use kube::ResourceExt;
 
+use crate::backup_write::{BackupWrite, ReasonUpdate};
 use crate::index::{QueueIndex, current_reason};
-use crate::writes::{BackupWrite, ReasonUpdate};
 
 /// What one pass decides.
 #[derive(Debug, Clone, PartialEq)]

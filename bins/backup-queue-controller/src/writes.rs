@@ -7,7 +7,8 @@
 //! data never lands; the writer then reads the Backup again and the pass is
 //! made again from fresh state. Only the fields this controller owns are
 //! touched (`status.phase`, `status.queuePosition`, the
-//! [`REASON_ANNOTATION`]); the object is never replaced (unknown fields would be lost).
+//! [`REASON_ANNOTATION`](crate::REASON_ANNOTATION)); the object is never
+//! replaced (unknown fields would be lost).
 //! Writes are made one by one in the plan's order and the plan stops at the
 //! first refused one (every prefix of a plan is safe).
 //!
@@ -24,88 +25,13 @@ use controller_kit::snapshot::{Outcome, Reconciler, Refused, Target, Timestamp, 
 use kube::api::Api;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
-use serde_json::{Map, Value, json};
 use velero_api::Backup;
 
-use crate::config::{Config, REASON_ANNOTATION};
+use crate::backup_write::{BackupWrite, ReasonUpdate};
+use crate::config::Config;
 use crate::index::QueueIndex;
 use crate::metrics::Metrics;
 use crate::pass::{self, QueuePlan, human_duration};
-
-/// What to do with the reason annotation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReasonUpdate {
-    /// Leave it as it is.
-    Keep,
-    /// Set it to this text.
-    Set(String),
-    /// Remove it.
-    Remove,
-}
-
-/// One write to one Backup.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackupWrite {
-    /// The Backup's name.
-    pub backup: String,
-    /// The resourceVersion the decision was made from (the precondition).
-    pub resource_version: Option<String>,
-    /// Status change, if any.
-    pub change: Option<StatusChange>,
-    /// Annotation change.
-    pub reason: ReasonUpdate,
-}
-
-fn status_value(change: StatusChange) -> Value {
-    let position = change.queue_position();
-    json!({
-        "phase": change.phase().as_str(),
-        "queuePosition": if position == 0 { Value::Null } else { json!(position) },
-    })
-}
-
-fn annotations(reason: &ReasonUpdate) -> Option<Value> {
-    match reason {
-        ReasonUpdate::Keep => None,
-        ReasonUpdate::Set(text) => Some(json!({ REASON_ANNOTATION: text })),
-        ReasonUpdate::Remove => Some(json!({ REASON_ANNOTATION: null })),
-    }
-}
-
-impl BackupWrite {
-    /// True if the write changes nothing.
-    pub fn is_empty(&self) -> bool {
-        self.change.is_none() && self.reason == ReasonUpdate::Keep
-    }
-
-    /// The merge patch for a Backup CRD without a status subresource
-    /// (Velero's): status and annotation in one write.
-    pub fn object_patch(&self) -> Value {
-        let mut body = Map::new();
-        let mut metadata = Map::new();
-        if let Some(a) = annotations(&self.reason) {
-            metadata.insert("annotations".into(), a);
-        }
-        body.insert("metadata".into(), Value::Object(metadata));
-        if let Some(change) = self.change {
-            body.insert("status".into(), status_value(change));
-        }
-        Value::Object(body)
-    }
-
-    /// With a status subresource: the merge patch for `/status`, if the
-    /// status changes.
-    pub fn status_patch(&self) -> Option<Value> {
-        self.change
-            .map(|change| json!({ "status": status_value(change) }))
-    }
-
-    /// With a status subresource: the merge patch of the annotation on the
-    /// object, if it changes.
-    pub fn annotation_patch(&self) -> Option<Value> {
-        annotations(&self.reason).map(|a| json!({ "metadata": { "annotations": a } }))
-    }
-}
 
 /// The pass and the executor, with what the executor remembers.
 pub struct Queue {
@@ -440,6 +366,8 @@ impl Reconciler for Queue {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
 
     fn write(change: Option<StatusChange>, reason: ReasonUpdate) -> BackupWrite {

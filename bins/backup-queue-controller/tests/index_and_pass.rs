@@ -3,8 +3,8 @@
 //! call.
 
 use backup_queue::StatusChange;
+use backup_queue_controller::backup_write::ReasonUpdate;
 use backup_queue_controller::index::QueueIndex;
-use backup_queue_controller::writes::ReasonUpdate;
 use backup_queue_controller::{REASON_ANNOTATION, pass, queue_position_entry};
 use controller_kit::snapshot::IndexResource;
 use k8s_openapi::api::core::v1::Namespace;

@@ -52,12 +52,7 @@ async fn the_binary_queues_backups_through_its_kubeconfig() {
             .any(|r| r.field_manager.as_deref() == Some("backup-queue-controller")),
         "writes carry the controller's field manager"
     );
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    process_testkit::sigterm(&child);
     let start = Instant::now();
     let code = loop {
         if let Some(status) = child.try_wait().unwrap() {

@@ -2,9 +2,7 @@
 //! generated from it (`host-label-controller manifests`; the file under
 //! `deploy/host-label-controller/` is this output and a test keeps it in sync).
 
-use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope, normalize};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_kit::rbac::{ControllerManifest, ExtraRole, RbacVerb::*, Rule, Scope};
 
 use crate::config::{CONTROLLER_NAME, DEFAULT_STATUS_CONFIGMAP};
 
@@ -115,54 +113,12 @@ pub fn render_with(
     if features.all_clusters {
         manifest.args.push("--all-clusters".to_owned());
     }
-    let yaml = manifest.to_yaml()?;
-    let mut docs: Vec<String> = yaml.split("---\n").map(str::to_owned).collect();
-    let deployment = docs.pop().unwrap_or_default();
     if !features.all_clusters {
-        docs.extend(configmap_role(namespace)?);
+        manifest.extra_roles = vec![ExtraRole {
+            suffix: "configmaps",
+            scope: Scope::Namespaced,
+            rules: NAMESPACE_RULES,
+        }];
     }
-    docs.push(deployment);
-    Ok(docs.join("---\n"))
-}
-
-fn configmap_role(namespace: &str) -> Result<Vec<String>, controller_kit::Error> {
-    let name = format!("{CONTROLLER_NAME}-configmaps");
-    let labels = Some(
-        [
-            ("app.kubernetes.io/component", "controller"),
-            ("app.kubernetes.io/name", CONTROLLER_NAME),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect(),
-    );
-    let meta = ObjectMeta {
-        name: Some(name.clone()),
-        namespace: Some(namespace.to_owned()),
-        labels,
-        ..ObjectMeta::default()
-    };
-    let yaml = |r: Result<String, serde_saphyr::ser_error::Error>| {
-        r.map_err(|e| controller_kit::Error::Yaml(e.to_string()))
-    };
-    Ok(vec![
-        yaml(serde_saphyr::to_string(&Role {
-            metadata: meta.clone(),
-            rules: Some(normalize(NAMESPACE_RULES)),
-        }))?,
-        yaml(serde_saphyr::to_string(&RoleBinding {
-            metadata: meta,
-            role_ref: RoleRef {
-                api_group: "rbac.authorization.k8s.io".into(),
-                kind: "Role".into(),
-                name,
-            },
-            subjects: Some(vec![Subject {
-                kind: "ServiceAccount".into(),
-                name: CONTROLLER_NAME.into(),
-                namespace: Some(namespace.into()),
-                ..Subject::default()
-            }]),
-        }))?,
-    ])
+    manifest.to_yaml()
 }

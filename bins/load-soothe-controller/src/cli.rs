@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use controller_kit::ControllerArgs;
 
-use crate::config::{Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode};
+use crate::config::{Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode, refused_datamover};
 use crate::error::Error;
 
 /// `load-soothe-controller [FLAGS]` runs the controller;
@@ -111,29 +111,6 @@ where
 /// and exits 2 (or prints help/version and exits 0) like `clap::Parser::parse`.
 pub fn parse() -> Cli {
     try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
-}
-
-/// Why a `--datamover` value is refused, if it is: empty (Velero's
-/// built-in data mover) or `velero` once trimmed
-/// ([`velero_api::is_built_in_data_mover`]). Velero's own node-agent accepts the
-/// built-in data mover's loads; gating them too makes the two race for
-/// each `New` load, and when this controller wins, Velero never exposes
-/// the volume and later cancels the load.
-pub fn refused_datamover(name: &str) -> Option<String> {
-    let trimmed = name.trim();
-    if !velero_api::is_built_in_data_mover(Some(trimmed)) {
-        return None;
-    }
-    let which = if trimmed.is_empty() {
-        "an empty data mover name means Velero's built-in data mover"
-    } else {
-        "`velero` is Velero's built-in data mover"
-    };
-    Some(format!(
-        "--datamover {name:?} is refused: {which}, whose loads Velero's node-agent accepts itself; \
-         gating them too would race it for each New load, and a load this controller accepted \
-         first is never exposed by Velero and is cancelled later. Name third-party data movers only"
-    ))
 }
 
 impl Cli {

@@ -100,3 +100,26 @@ impl Config {
 
 /// Default name of the node-agent ConfigMap (the name Velero's docs use).
 pub const DEFAULT_NODE_AGENT_CONFIG_MAP: &str = "node-agent-config";
+
+/// Why a `--datamover` value is refused, if it is: empty (Velero's
+/// built-in data mover) or `velero` once trimmed
+/// ([`velero_api::is_built_in_data_mover`]). Velero's own node-agent accepts the
+/// built-in data mover's loads; gating them too makes the two race for
+/// each `New` load, and when this controller wins, Velero never exposes
+/// the volume and later cancels the load.
+pub fn refused_datamover(name: &str) -> Option<String> {
+    let trimmed = name.trim();
+    if !velero_api::is_built_in_data_mover(Some(trimmed)) {
+        return None;
+    }
+    let which = if trimmed.is_empty() {
+        "an empty data mover name means Velero's built-in data mover"
+    } else {
+        "`velero` is Velero's built-in data mover"
+    };
+    Some(format!(
+        "--datamover {name:?} is refused: {which}, whose loads Velero's node-agent accepts itself; \
+         gating them too would race it for each New load, and a load this controller accepted \
+         first is never exposed by Velero and is cancelled later. Name third-party data movers only"
+    ))
+}

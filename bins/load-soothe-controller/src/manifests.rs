@@ -115,7 +115,7 @@ pub fn render(
 ) -> Result<String, controller_kit::Error> {
     if let Some(reason) = datamovers
         .iter()
-        .find_map(|d| crate::cli::refused_datamover(d))
+        .find_map(|d| crate::config::refused_datamover(d))
     {
         return Err(controller_kit::Error::InvalidInput {
             flag: "--datamover",

@@ -2,88 +2,31 @@
 //! stderr, and behaviour when either is closed.
 
 use std::io::Read as _;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_load-soothe-controller");
+use process_testkit::{
+    Controller, checks, closed_pipe, sigterm, stderr_lines, temp_dir, unreachable_kubeconfig,
+    wait_with_deadline,
+};
 
-fn command() -> Command {
-    let mut c = Command::new(BIN);
-    c.env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .env_remove("RUST_LOG")
-        .env_remove("KUBECONFIG")
-        .env_remove("DATAMOVERS")
-        .env_remove("LEADER_ELECT")
-        .env_remove("NO_COLOR");
-    c
-}
+const CONTROLLER: Controller = Controller {
+    bin: env!("CARGO_BIN_EXE_load-soothe-controller"),
+    name: "load-soothe-controller",
+    cleared_env: &["DATAMOVERS", "LEADER_ELECT"],
+    run_args: &["--datamover", "acme"],
+};
 
-/// The write end of a pipe whose read end is already closed: every write
-/// fails with `EPIPE`, as when `| head` has exited.
-fn closed_pipe() -> Stdio {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    Stdio::from(writer)
-}
-
-fn stderr_lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// A kubeconfig naming a loopback port nothing listens on.
-fn unreachable_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
-    let path = dir.join("kubeconfig");
-    std::fs::write(
-        &path,
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
-    )
-    .unwrap();
-    path
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lsc-process-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn wait_with_deadline(child: &mut std::process::Child, deadline: Duration) -> Option<i32> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            panic!("the controller did not exit within {deadline:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn sigterm(child: &std::process::Child) {
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
+fn command() -> std::process::Command {
+    CONTROLLER.command()
 }
 
 #[test]
 fn manifests_into_a_closed_pipe_exit_zero_without_a_word() {
-    let out = command()
-        .args(["manifests", "--datamover", "acme"])
-        .stdout(closed_pipe())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
-    assert!(out.stderr.is_empty(), "{:?}", stderr_lines(&out));
+    checks::manifests_into_a_closed_pipe_exit_zero_without_a_word(
+        &CONTROLLER,
+        &["--datamover", "acme"],
+    );
 }
 
 #[test]
@@ -184,53 +127,12 @@ fn help_does_not_list_the_refused_leader_election_flags_and_refuses_them_with_ex
 
 #[test]
 fn a_start_up_error_is_one_line_without_backtrace_unless_rust_backtrace_asks() {
-    let dir = temp_dir("startup");
-    let missing = dir.join("no-such-kubeconfig");
-    let out = command()
-        .args([
-            "--datamover",
-            "acme",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--kubeconfig",
-        ])
-        .arg(&missing)
-        .output()
-        .unwrap();
-    let lines = stderr_lines(&out);
-    assert_eq!(out.status.code(), Some(1), "{lines:?}");
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].starts_with("load-soothe-controller: error: cannot read kubeconfig"),
-        "{lines:?}"
-    );
-    assert!(!lines[0].contains('\u{1b}'), "{lines:?}");
-    // The cause appears once, not once per level of the error chain.
-    let cause = "No such file or directory";
-    assert_eq!(lines[0].matches(cause).count(), 1, "{lines:?}");
-
-    let out = command()
-        .env("RUST_BACKTRACE", "1")
-        .args([
-            "--datamover",
-            "acme",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--kubeconfig",
-        ])
-        .arg(&missing)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr_lines(&out).len() > 1,
-        "RUST_BACKTRACE=1 shows the error chain"
-    );
+    checks::a_start_up_error_is_one_line_without_backtrace_unless_rust_backtrace_asks(&CONTROLLER);
 }
 
 #[test]
 fn logs_into_a_pipe_carry_no_colour_and_a_closed_stderr_does_not_panic() {
-    let dir = temp_dir("logs");
+    let dir = temp_dir("lsc-process", "logs");
     let kubeconfig = unreachable_kubeconfig(&dir);
     let args = [
         "--datamover",

@@ -79,12 +79,7 @@ async fn the_binary_admits_through_its_kubeconfig() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(accepted(), 1);
     assert!(fake.denied().is_empty(), "{:#?}", fake.denied());
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    process_testkit::sigterm(&child);
     let start = Instant::now();
     let code = loop {
         if let Some(status) = child.try_wait().unwrap() {

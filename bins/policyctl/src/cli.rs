@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::input::ByteSize;
+use crate::output::OutputFormat;
 
 /// Every placement and admission policy, offline, over `kubectl get -o yaml`
 /// output.
@@ -88,11 +89,81 @@ pub struct GlobalArgs {
     /// Live mode: read the objects from a cluster instead (see
     /// [`crate::live`]).
     #[command(flatten)]
-    pub live: crate::live::LiveArgs,
+    pub live: LiveArgs,
 }
 
 /// The default `--config-map` name (Velero's Helm chart and docs).
 pub const DEFAULT_CONFIG_MAP: &str = "node-agent-config";
+
+/// Objects per list request when `--chunk-size` is not given (as
+/// `kubectl get`).
+pub const DEFAULT_CHUNK_SIZE: u32 = 500;
+
+/// Options of live mode (global: they go before or after the command).
+#[derive(Clone, Debug, Default, Args)]
+pub struct LiveArgs {
+    /// Live mode: read the objects from the cluster of this kubeconfig file
+    /// (read-only: list requests only) instead of -f files. The KUBECONFIG
+    /// environment variable is honoured by --live and --context; it does not
+    /// switch to live mode by itself.
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_KUBECONFIG",
+        value_name = "FILE",
+        conflicts_with = "filenames"
+    )]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Live mode: the kubeconfig context to use (default: the current
+    /// context).
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_CONTEXT",
+        value_name = "NAME",
+        conflicts_with = "filenames"
+    )]
+    pub context: Option<String>,
+
+    /// Live mode with the default kubeconfig (KUBECONFIG, else
+    /// ~/.kube/config), else the in-cluster service account.
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_LIVE",
+        conflicts_with = "filenames"
+    )]
+    pub live: bool,
+
+    /// Live mode: Velero's namespace, where the Velero kinds and the
+    /// node-agent ConfigMap are listed [default: velero].
+    #[arg(
+        short = 'n',
+        long,
+        global = true,
+        env = "POLICYCTL_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub namespace: Option<String>,
+
+    /// Live mode: objects per list request (the rest follows in further
+    /// pages, as kubectl get --chunk-size).
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_CHUNK_SIZE",
+        default_value_t = DEFAULT_CHUNK_SIZE,
+        value_parser = clap::value_parser!(u32).range(1..),
+        value_name = "N"
+    )]
+    pub chunk_size: u32,
+
+    /// Set by `main` when the binary runs as the `kubectl-policy` plugin:
+    /// live mode is then the default.
+    #[arg(skip)]
+    pub kubectl_plugin: bool,
+}
 
 /// `--config-map`: a name, optionally with its namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,17 +208,6 @@ impl std::str::FromStr for ConfigMapRef {
             name: name.to_owned(),
         })
     }
-}
-
-/// Output formats of `-o`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Tables for people (may evolve between releases).
-    Table,
-    /// JSON (a stable interface).
-    Json,
-    /// The same document as JSON, written as YAML.
-    Yaml,
 }
 
 /// The commands.
@@ -200,7 +260,25 @@ pub enum Command {
     /// The read-only RBAC live mode needs (a ClusterRole and a Role in
     /// Velero's namespace, list only), with bindings for the subjects given:
     /// pipe it to `kubectl apply -f -`.
-    Rbac(crate::live::rbac::RbacArgs),
+    Rbac(RbacArgs),
+}
+
+/// Options of `rbac`.
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// Bind the roles to this ServiceAccount. Repeatable.
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME",
+        env = "POLICYCTL_RBAC_SERVICE_ACCOUNT"
+    )]
+    pub service_account: Vec<ObjectRef>,
+    /// Bind the roles to this user. Repeatable.
+    #[arg(long, value_name = "NAME", env = "POLICYCTL_RBAC_USER")]
+    pub user: Vec<String>,
+    /// Bind the roles to this group. Repeatable.
+    #[arg(long, value_name = "NAME", env = "POLICYCTL_RBAC_GROUP")]
+    pub group: Vec<String>,
 }
 
 /// `config` subcommands.
@@ -307,9 +385,20 @@ pub struct ReportArgs {
     pub datamovers: Vec<String>,
 }
 
+/// Why a `--datamover` value is refused: Velero's built-in data mover
+/// ([`velero_api::is_built_in_data_mover`], the value trimmed) is what `soothe` gates
+/// without the flag.
+pub fn refused_datamover(name: &str) -> Option<String> {
+    velero_api::is_built_in_data_mover(Some(name.trim())).then(|| {
+        format!(
+            "{name:?} is Velero's built-in data mover, which the gate serves without --datamover (Velero's node-agent gate); --datamover selects third-party data movers, as load-soothe-controller --datamover does"
+        )
+    })
+}
+
 /// A `--datamover` value: a third-party data mover's name.
 fn datamover_name(text: &str) -> Result<String, String> {
-    match crate::commands::refused_datamover(text) {
+    match refused_datamover(text) {
         Some(reason) => Err(reason),
         None => Ok(text.trim().to_owned()),
     }

@@ -18,6 +18,7 @@
 pub mod bundled;
 mod cli;
 pub mod commands;
+mod error;
 pub mod input;
 pub mod live;
 pub mod manifest;
@@ -27,10 +28,11 @@ use std::io::{Read, Write};
 
 pub use cli::{
     AffinityArgs, CapacityArgs, Cli, Command, ConfigAction, ConfigMapRef, DiagnoseArgs, GlobalArgs,
-    HostLabelsAction, HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, OutputFormat, QueueArgs,
-    ScheduleArgs, SootheArgs, SootheMode, WorkloadKind, WorkloadRef,
+    HostLabelsAction, HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, QueueArgs, ScheduleArgs,
+    SootheArgs, SootheMode, WorkloadKind, WorkloadRef,
 };
-pub use commands::CommandError;
+pub use error::CommandError;
+pub use output::OutputFormat;
 
 use manifest::Inventory;
 

@@ -9,10 +9,20 @@
 
 use std::io::{self, Write};
 
+use clap::ValueEnum;
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets};
 use serde_json::Value;
 
-use crate::cli::OutputFormat;
+/// Output formats of `-o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Tables for people (may evolve between releases).
+    Table,
+    /// JSON (a stable interface).
+    Json,
+    /// The same document as JSON, written as YAML.
+    Yaml,
+}
 
 /// What a command produces: the machine-readable document and its table
 /// rendering.

@@ -162,6 +162,23 @@ pub enum Workload {
     DaemonSet,
 }
 
+/// A further role bound to the controller's ServiceAccount besides its
+/// main one, named `<controller>-<suffix>`: cluster-scoped kinds a
+/// namespaced controller still needs (a ClusterRole), or objects in the
+/// controller's own namespace a cluster-wide one needs (a Role). Its rules
+/// are taken as declared (no Events added).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtraRole {
+    /// Appended to the controller's name, after a dash.
+    pub suffix: &'static str,
+    /// [`Scope::Cluster`]: a ClusterRole and ClusterRoleBinding;
+    /// [`Scope::Namespaced`]: a Role and RoleBinding in the controller's
+    /// namespace.
+    pub scope: Scope,
+    /// The role's rules.
+    pub rules: &'static [Rule],
+}
+
 /// Everything needed to generate one controller's manifests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerManifest {
@@ -183,6 +200,8 @@ pub struct ControllerManifest {
     /// [`EVENTS_RULE`]); off for a deployment that publishes its Events
     /// through other credentials.
     pub events: bool,
+    /// Further roles, each with its binding.
+    pub extra_roles: Vec<ExtraRole>,
     /// Deployment or DaemonSet.
     pub workload: Workload,
     /// Number of replicas (Deployment only).
@@ -209,6 +228,9 @@ fn meta(name: &str, namespace: Option<&str>, app: &str) -> ObjectMeta {
         ..ObjectMeta::default()
     }
 }
+
+/// One serialised manifest.
+type Yaml = Result<String, serde_saphyr::ser_error::Error>;
 
 /// Rules merged by (API group, verbs, resource names).
 type MergeKey<'a> = (&'a str, BTreeSet<RbacVerb>, BTreeSet<&'a str>);
@@ -263,6 +285,7 @@ impl ControllerManifest {
             rules: rules.to_vec(),
             leader_election: true,
             events: true,
+            extra_roles: Vec::new(),
             workload: Workload::Deployment,
             replicas: 2,
             metrics_port: 8080,
@@ -435,9 +458,42 @@ impl ControllerManifest {
         }
     }
 
+    /// The role `name` with `rules` and its binding to the ServiceAccount:
+    /// a ClusterRole and ClusterRoleBinding, or a Role and RoleBinding in the
+    /// controller's namespace.
+    fn role_and_binding(&self, name: &str, scope: Scope, rules: Vec<PolicyRule>) -> (Yaml, Yaml) {
+        let ns = Some(self.namespace.as_str());
+        match scope {
+            Scope::Cluster => (
+                serde_saphyr::to_string(&ClusterRole {
+                    metadata: meta(name, None, &self.name),
+                    rules: Some(rules),
+                    ..ClusterRole::default()
+                }),
+                serde_saphyr::to_string(&ClusterRoleBinding {
+                    metadata: meta(name, None, &self.name),
+                    role_ref: self.role_ref("ClusterRole", name),
+                    subjects: Some(vec![self.subject()]),
+                }),
+            ),
+            Scope::Namespaced => (
+                serde_saphyr::to_string(&Role {
+                    metadata: meta(name, ns, &self.name),
+                    rules: Some(rules),
+                }),
+                serde_saphyr::to_string(&RoleBinding {
+                    metadata: meta(name, ns, &self.name),
+                    role_ref: self.role_ref("Role", name),
+                    subjects: Some(vec![self.subject()]),
+                }),
+            ),
+        }
+    }
+
     /// All manifests as one multi-document YAML string, in a fixed order:
     /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
-    /// Role and RoleBinding (if enabled), Deployment or DaemonSet. Refuses
+    /// Role and RoleBinding (if enabled), the [`ControllerManifest::extra_roles`]
+    /// with their bindings, Deployment or DaemonSet. Refuses
     /// a namespace that is not an RFC 1123 label or an image that is not a
     /// valid reference ([`crate::manifest_inputs`]), naming `--namespace` or
     /// `--image`.
@@ -446,7 +502,7 @@ impl ControllerManifest {
         crate::manifest_inputs::validate_image("--image", &self.image)?;
         let ns = Some(self.namespace.as_str());
         let mut docs: Vec<String> = Vec::new();
-        let mut push = |v: Result<String, serde_saphyr::ser_error::Error>| -> Result<(), Error> {
+        let mut push = |v: Yaml| -> Result<(), Error> {
             docs.push(v.map_err(|e| Error::Yaml(e.to_string()))?);
             Ok(())
         };
@@ -455,42 +511,26 @@ impl ControllerManifest {
             automount_service_account_token: Some(true),
             ..ServiceAccount::default()
         }))?;
-        match self.scope {
-            Scope::Cluster => {
-                push(serde_saphyr::to_string(&ClusterRole {
-                    metadata: meta(&self.name, None, &self.name),
-                    rules: Some(self.role_rules()),
-                    ..ClusterRole::default()
-                }))?;
-                push(serde_saphyr::to_string(&ClusterRoleBinding {
-                    metadata: meta(&self.name, None, &self.name),
-                    role_ref: self.role_ref("ClusterRole", &self.name),
-                    subjects: Some(vec![self.subject()]),
-                }))?;
-            }
-            Scope::Namespaced => {
-                push(serde_saphyr::to_string(&Role {
-                    metadata: meta(&self.name, ns, &self.name),
-                    rules: Some(self.role_rules()),
-                }))?;
-                push(serde_saphyr::to_string(&RoleBinding {
-                    metadata: meta(&self.name, ns, &self.name),
-                    role_ref: self.role_ref("Role", &self.name),
-                    subjects: Some(vec![self.subject()]),
-                }))?;
-            }
-        }
+        // The controller's role, the leader-election Role, the extra roles.
+        let mut roles = vec![(self.name.clone(), self.scope, self.role_rules())];
         if self.leader_election {
-            let le = format!("{}-leader-election", self.name);
-            push(serde_saphyr::to_string(&Role {
-                metadata: meta(&le, ns, &self.name),
-                rules: Some(normalize(&[LEASE_RULE])),
-            }))?;
-            push(serde_saphyr::to_string(&RoleBinding {
-                metadata: meta(&le, ns, &self.name),
-                role_ref: self.role_ref("Role", &le),
-                subjects: Some(vec![self.subject()]),
-            }))?;
+            roles.push((
+                format!("{}-leader-election", self.name),
+                Scope::Namespaced,
+                normalize(&[LEASE_RULE]),
+            ));
+        }
+        roles.extend(self.extra_roles.iter().map(|extra| {
+            (
+                format!("{}-{}", self.name, extra.suffix),
+                extra.scope,
+                normalize(extra.rules),
+            )
+        }));
+        for (name, scope, rules) in roles {
+            let (role, binding) = self.role_and_binding(&name, scope, rules);
+            push(role)?;
+            push(binding)?;
         }
         match self.workload {
             Workload::Deployment => push(serde_saphyr::to_string(&self.deployment()))?,
@@ -558,6 +598,59 @@ mod tests {
         ];
         let b = [a[1], a[0]];
         assert_eq!(normalize(&a), normalize(&b));
+    }
+
+    #[test]
+    fn extra_roles_come_with_their_bindings_before_the_workload() {
+        const NAMESPACES: &[Rule] = &[Rule::new("", &["namespaces"], &[List, Watch])];
+        const CONFIGMAPS: &[Rule] = &[Rule::new("", &["configmaps"], &[Get])];
+        let mut m = ControllerManifest::new("c", "ns", "example/c:1", &[]);
+        m.extra_roles = vec![
+            ExtraRole {
+                suffix: "namespaces",
+                scope: Scope::Cluster,
+                rules: NAMESPACES,
+            },
+            ExtraRole {
+                suffix: "configmaps",
+                scope: Scope::Namespaced,
+                rules: CONFIGMAPS,
+            },
+        ];
+        let yaml = m.to_yaml().unwrap();
+        let docs: Vec<(String, String)> = yaml
+            .split("---\n")
+            .map(|doc| {
+                let line = |key: &str| {
+                    doc.lines()
+                        .find_map(|l| l.strip_prefix(key))
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                (line("kind: "), line("  name: "))
+            })
+            .collect();
+        let expected = [
+            ("ServiceAccount", "c"),
+            ("ClusterRole", "c"),
+            ("ClusterRoleBinding", "c"),
+            ("Role", "c-leader-election"),
+            ("RoleBinding", "c-leader-election"),
+            ("ClusterRole", "c-namespaces"),
+            ("ClusterRoleBinding", "c-namespaces"),
+            ("Role", "c-configmaps"),
+            ("RoleBinding", "c-configmaps"),
+            ("Deployment", "c"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(k, n)| ((*k).to_owned(), (*n).to_owned()))
+            .collect();
+        assert_eq!(docs, expected);
+        // The extra roles' rules are as declared: no Events added.
+        let namespaces = yaml.split("---\n").nth(5).unwrap();
+        assert!(namespaces.contains("- namespaces\n"), "{namespaces}");
+        assert!(!namespaces.contains("events"), "{namespaces}");
     }
 
     #[test]

@@ -54,6 +54,7 @@
 //! [`Runtime::run`].
 
 mod runtime;
+mod state;
 mod watch;
 mod writer;
 

@@ -10,14 +10,17 @@
 //! - relative Markdown links point at files and anchors that exist
 //!   ([`markdown`]);
 //! - the `Containerfile` builds images that run the way the controllers'
-//!   generated manifests expect ([`containerfile`]).
+//!   generated manifests expect ([`containerfile`]);
+//! - no crate has a cycle among the sibling modules of any of its modules
+//!   ([`modules`]).
 //!
 //! The scanners are plain functions over text so that their own tests can
-//! show they catch what they are meant to catch; `tests/repository.rs` runs
-//! them over the working tree.
+//! show they catch what they are meant to catch; `tests/repository.rs` (and
+//! `tests/modules.rs` for module cycles) runs them over the working tree.
 
 pub mod containerfile;
 pub mod markdown;
+pub mod modules;
 
 use std::collections::BTreeMap;
 use std::fmt;

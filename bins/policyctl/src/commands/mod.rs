@@ -23,7 +23,7 @@ use crate::Exit;
 use kube_scheduler_sim::Options;
 
 use crate::cli::{Command, ConfigAction, GlobalArgs, HostLabelsAction};
-use crate::manifest::{Inventory, ManifestError};
+use crate::manifest::Inventory;
 use crate::output::Output;
 
 /// What a command produced and how the process should exit.
@@ -45,32 +45,8 @@ impl CommandResult {
     }
 }
 
-/// A command that cannot produce a result.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CommandError {
-    /// The input manifests are invalid.
-    #[error(transparent)]
-    Manifest(Box<ManifestError>),
-    /// Another problem with the input, described for the user.
-    #[error("{0}")]
-    Input(String),
-    /// A combination of options that cannot work (exit 2, as clap's usage
-    /// errors).
-    #[error("{0}")]
-    Usage(String),
-    /// Writing the output failed.
-    #[error("cannot write the output: {0}")]
-    Output(std::io::Error),
-}
-
-impl From<ManifestError> for CommandError {
-    fn from(error: ManifestError) -> Self {
-        Self::Manifest(Box::new(error))
-    }
-}
-
-pub use soothe::{DataMovers, refused_datamover};
+pub use crate::error::CommandError;
+pub use soothe::DataMovers;
 
 /// `host-labels sanitize VALUE`, which reads no input.
 pub fn sanitize(value: &str) -> Output {

@@ -110,17 +110,6 @@ impl DataMovers {
     }
 }
 
-/// Why a `--datamover` value is refused: Velero's built-in data mover
-/// ([`is_built_in_data_mover`], the value trimmed) is what `soothe` gates
-/// without the flag.
-pub fn refused_datamover(name: &str) -> Option<String> {
-    is_built_in_data_mover(Some(name.trim())).then(|| {
-        format!(
-            "{name:?} is Velero's built-in data mover, which the gate serves without --datamover (Velero's node-agent gate); --datamover selects third-party data movers, as load-soothe-controller --datamover does"
-        )
-    })
-}
-
 /// What the gate decides for the waiting loads.
 #[derive(Clone, Debug, Default)]
 pub struct Admissions {

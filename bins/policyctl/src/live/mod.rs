@@ -24,14 +24,13 @@ pub mod kinds;
 pub mod rbac;
 
 use std::io::Write;
-use std::path::PathBuf;
 
-use clap::Args;
 use kube::api::ListParams;
 use serde_json::Value;
 
 use crate::cli::{Command, GlobalArgs};
-use crate::commands::CommandError;
+pub use crate::cli::{DEFAULT_CHUNK_SIZE, LiveArgs};
+use crate::error::CommandError;
 use crate::manifest::{self, Inventory, Origin};
 
 pub use kinds::{Kind, Needs, Resource, Scope};
@@ -39,78 +38,8 @@ pub use kinds::{Kind, Needs, Resource, Scope};
 /// Velero's namespace when `--namespace` is not given.
 pub const DEFAULT_VELERO_NAMESPACE: &str = "velero";
 
-/// Objects per list request when `--chunk-size` is not given (as
-/// `kubectl get`).
-pub const DEFAULT_CHUNK_SIZE: u32 = 500;
-
 /// The name that makes the binary a `kubectl` plugin (`kubectl policy …`).
 pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-policy";
-
-/// Options of live mode (global: they go before or after the command).
-#[derive(Clone, Debug, Default, Args)]
-pub struct LiveArgs {
-    /// Live mode: read the objects from the cluster of this kubeconfig file
-    /// (read-only: list requests only) instead of -f files. The KUBECONFIG
-    /// environment variable is honoured by --live and --context; it does not
-    /// switch to live mode by itself.
-    #[arg(
-        long,
-        global = true,
-        env = "POLICYCTL_KUBECONFIG",
-        value_name = "FILE",
-        conflicts_with = "filenames"
-    )]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// Live mode: the kubeconfig context to use (default: the current
-    /// context).
-    #[arg(
-        long,
-        global = true,
-        env = "POLICYCTL_CONTEXT",
-        value_name = "NAME",
-        conflicts_with = "filenames"
-    )]
-    pub context: Option<String>,
-
-    /// Live mode with the default kubeconfig (KUBECONFIG, else
-    /// ~/.kube/config), else the in-cluster service account.
-    #[arg(
-        long,
-        global = true,
-        env = "POLICYCTL_LIVE",
-        conflicts_with = "filenames"
-    )]
-    pub live: bool,
-
-    /// Live mode: Velero's namespace, where the Velero kinds and the
-    /// node-agent ConfigMap are listed [default: velero].
-    #[arg(
-        short = 'n',
-        long,
-        global = true,
-        env = "POLICYCTL_NAMESPACE",
-        value_name = "NAMESPACE"
-    )]
-    pub namespace: Option<String>,
-
-    /// Live mode: objects per list request (the rest follows in further
-    /// pages, as kubectl get --chunk-size).
-    #[arg(
-        long,
-        global = true,
-        env = "POLICYCTL_CHUNK_SIZE",
-        default_value_t = DEFAULT_CHUNK_SIZE,
-        value_parser = clap::value_parser!(u32).range(1..),
-        value_name = "N"
-    )]
-    pub chunk_size: u32,
-
-    /// Set by `main` when the binary runs as the `kubectl-policy` plugin:
-    /// live mode is then the default.
-    #[arg(skip)]
-    pub kubectl_plugin: bool,
-}
 
 /// Whether the program file name (`argv[0]`) is the kubectl plugin's.
 pub fn is_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {

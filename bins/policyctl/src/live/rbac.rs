@@ -5,33 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use clap::Args;
 use serde_json::{Value, json};
 
 use super::{DEFAULT_VELERO_NAMESPACE, Kind, Scope};
-use crate::cli::{GlobalArgs, ObjectRef};
+use crate::cli::GlobalArgs;
+pub use crate::cli::RbacArgs;
 use crate::output::Output;
 
 /// Name of the generated ClusterRole, Role and bindings.
 pub const ROLE_NAME: &str = "policyctl-reader";
-
-/// Options of `rbac`.
-#[derive(Debug, Args)]
-pub struct RbacArgs {
-    /// Bind the roles to this ServiceAccount. Repeatable.
-    #[arg(
-        long,
-        value_name = "NAMESPACE/NAME",
-        env = "POLICYCTL_RBAC_SERVICE_ACCOUNT"
-    )]
-    pub service_account: Vec<ObjectRef>,
-    /// Bind the roles to this user. Repeatable.
-    #[arg(long, value_name = "NAME", env = "POLICYCTL_RBAC_USER")]
-    pub user: Vec<String>,
-    /// Bind the roles to this group. Repeatable.
-    #[arg(long, value_name = "NAME", env = "POLICYCTL_RBAC_GROUP")]
-    pub group: Vec<String>,
-}
 
 /// Rules of one role: `(API group, sorted plural resource names)`, all with
 /// the `list` verb only.

@@ -3,7 +3,31 @@
 
 use std::fmt;
 
-use super::text::Position;
+/// Where in a file a problem is; the parts that are known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    /// 1-based document number.
+    pub document: Option<usize>,
+    /// 1-based line.
+    pub line: Option<u64>,
+    /// 1-based column.
+    pub column: Option<u64>,
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(document) = self.document {
+            write!(f, ", document {document}")?;
+        }
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+            if let Some(column) = self.column {
+                write!(f, ", column {column}")?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Where an object or a problem is: the file, the 1-based document number in
 /// that file, the item of a `kind: List`, and the object once known.

@@ -39,9 +39,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 pub use capi::{CAPI_KINDS, CapiInventory};
-pub use error::{FieldError, ManifestError, Origin};
+pub use error::{FieldError, ManifestError, Origin, Position};
 pub use objects::{Inventory, Located, ObjectKey, Objects};
-pub use text::{Document, Position};
+pub use text::Document;
 
 /// The text of one input file.
 #[derive(Clone, Debug)]

@@ -13,13 +13,13 @@
 //! most 1,000,000 replayed events, 50,000 aliases and anchors, and the
 //! alias-to-anchor ratio check), so a "billion laughs" input is refused.
 
-use std::fmt;
-
 use serde_json::Value;
 use serde_saphyr::budget::BudgetBreach;
 use serde_saphyr::{Error as YamlError, Location, MessageFormatter, Spanned, UserMessageFormatter};
 
 use super::error::ManifestError;
+/// Where in a file a problem is (it sits with the errors that carry it).
+pub use super::error::Position;
 
 /// Deepest nesting of mappings and sequences read (YAML and JSON alike).
 /// Kubernetes objects, managedFields and CRD schemas included, stay far
@@ -34,32 +34,6 @@ pub struct Document {
     pub number: usize,
     /// The document.
     pub value: Value,
-}
-
-/// Where in a file a problem is; the parts that are known.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Position {
-    /// 1-based document number.
-    pub document: Option<usize>,
-    /// 1-based line.
-    pub line: Option<u64>,
-    /// 1-based column.
-    pub column: Option<u64>,
-}
-
-impl fmt::Display for Position {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(document) = self.document {
-            write!(f, ", document {document}")?;
-        }
-        if let Some(line) = self.line {
-            write!(f, ", line {line}")?;
-            if let Some(column) = self.column {
-                write!(f, ", column {column}")?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Splits a file into documents. Input whose first non-blank character is

@@ -4,19 +4,20 @@ use std::fmt::Debug;
 use std::pin::pin;
 use std::time::Duration;
 
-use futures::stream::{BoxStream, SelectAll};
+use futures::stream::SelectAll;
 use futures::{FutureExt, StreamExt};
 use kube::Resource;
 use serde::de::DeserializeOwned;
 use sync_wrapper::SyncWrapper;
 use tokio::time::Instant;
 
-use super::watch::{Update, Watch, updates};
-use super::writer::{Freshness, Versions, Writer};
+use super::state::{LoopState, Versions, Watches};
+use super::watch::{Watch, updates};
+use super::writer::Writer;
 use super::{IndexResource, Outcome, Reconciler};
 use crate::Shutdown;
 use crate::events::EventPublisher;
-use crate::metrics::{ControllerMetrics, ErrorKind};
+use crate::metrics::ControllerMetrics;
 use crate::server::Readiness;
 
 /// How the runtime paces passes and how it writes.
@@ -57,13 +58,6 @@ impl Settings {
     }
 }
 
-struct WatchError;
-impl ErrorKind for WatchError {
-    fn kind(&self) -> &'static str {
-        "watch"
-    }
-}
-
 /// The snapshot-controller loop of one binary: see the
 /// [module docs](super).
 pub struct Runtime<R: Reconciler> {
@@ -76,12 +70,6 @@ pub struct Runtime<R: Reconciler> {
     watches: Watches<R::Index>,
     debounces: Vec<Duration>,
 }
-
-/// Every watch's updates, tagged with the watch's position. The streams are
-/// `Send` but not `Sync`; the wrapper lets the executor's `Writer` (which
-/// must be `Sync`, as executors hold `&Writer` across awaits) reach them
-/// through `&mut` alone.
-pub(crate) type Watches<I> = SyncWrapper<SelectAll<BoxStream<'static, (usize, Update<I>)>>>;
 
 impl<R: Reconciler> Runtime<R> {
     /// A runtime for `reconciler` over `index` (usually empty: the first
@@ -206,89 +194,8 @@ impl<R: Reconciler> Runtime<R> {
     }
 }
 
-/// What the loop keeps between passes (and the writer updates when it
-/// takes in news, [`Writer::news`]).
-pub(crate) struct LoopState {
-    synced: Vec<bool>,
-    all_synced: bool,
-    /// When the next pass is wanted.
-    due: Option<Instant>,
-    /// Not before this (backing off).
-    retry_at: Option<Instant>,
-    backoff: Duration,
-    quick_replans: u32,
-    pub(crate) versions: Versions,
-}
-
+/// The pacing after a pass, which depends on the [`Settings`].
 impl LoopState {
-    fn wake_at(&self) -> Option<Instant> {
-        if !self.all_synced {
-            return None;
-        }
-        let due = self.due?;
-        Some(self.retry_at.map_or(due, |r| r.max(due)))
-    }
-
-    fn want_pass(&mut self, after: Duration) {
-        let at = Instant::now() + after;
-        self.due = Some(self.due.map_or(at, |d| d.min(at)));
-    }
-
-    /// Whether a pass is wanted (a change someone else made arrived).
-    pub(crate) fn pass_wanted(&self) -> bool {
-        self.due.is_some()
-    }
-
-    pub(crate) fn take<I>(
-        &mut self,
-        id: usize,
-        update: Update<I>,
-        index: &mut I,
-        debounces: &[Duration],
-        metrics: &ControllerMetrics,
-    ) {
-        let debounce = debounces.get(id).copied().unwrap_or_default();
-        match update {
-            Update::Apply {
-                key,
-                version,
-                change,
-            } => match self.versions.observe(&key, version.as_deref()) {
-                Freshness::Newer => {
-                    change(index);
-                    self.want_pass(debounce);
-                }
-                Freshness::Same | Freshness::Older => {}
-            },
-            Update::Delete { key, change } => {
-                self.versions.forget(&key);
-                change(index);
-                self.want_pass(debounce);
-            }
-            Update::Reset {
-                listed,
-                removed,
-                change,
-            } => {
-                for (key, version) in &listed {
-                    self.versions.observe(key, version.as_deref());
-                }
-                for key in &removed {
-                    self.versions.forget(key);
-                }
-                change(index);
-                if let Some(synced) = self.synced.get_mut(id) {
-                    *synced = true;
-                }
-                self.want_pass(debounce);
-            }
-            Update::Failed { message } => {
-                tracing::warn!(%message, "watch failed; retrying with backoff");
-                metrics.record_error(&WatchError);
-            }
-        }
-    }
-
     fn after_pass(&mut self, outcome: Outcome, settings: &Settings) {
         let now = Instant::now();
         let outcome = match outcome {

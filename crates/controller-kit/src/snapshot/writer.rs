@@ -2,7 +2,6 @@
 //! (and refusals) go into the index, Events, `--dry-run`, and nothing at all
 //! once shutdown started.
 
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::runtime::{LoopState, Watches};
+use super::state::{LoopState, Watches};
 use super::watch::ObjectKey;
 use super::{IndexResource, Outcome};
 use crate::Shutdown;
@@ -75,69 +74,6 @@ impl std::fmt::Display for Refused {
             Refused::Failed(e) => write!(f, "{e}"),
             Refused::Stopping => f.write_str("shutting down"),
         }
-    }
-}
-
-/// resourceVersions the index holds from this controller's own writes and
-/// reads, newer than what the watch has shown so far.
-#[derive(Debug, Default)]
-pub(crate) struct Versions(HashMap<ObjectKey, u64>);
-
-/// resourceVersions are etcd revisions in every API server: integers that
-/// grow. A version that is not one is never compared.
-fn number(version: Option<&str>) -> Option<u64> {
-    version.and_then(|v| v.parse().ok())
-}
-
-/// What to do with a watched change of an object.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Freshness {
-    /// Newer than anything the index holds: apply it.
-    Newer,
-    /// The very version this controller wrote or read: the index has it.
-    Same,
-    /// Older than what the index holds: drop it.
-    Older,
-}
-
-impl Versions {
-    pub(crate) fn record(&mut self, key: ObjectKey, version: Option<&str>) {
-        match number(version) {
-            Some(n) => {
-                self.0.insert(key, n);
-            }
-            None => {
-                self.0.remove(&key);
-            }
-        }
-    }
-
-    /// Classifies a watched version of `key` and forgets the record once the
-    /// watch caught up with it.
-    pub(crate) fn observe(&mut self, key: &ObjectKey, version: Option<&str>) -> Freshness {
-        let Some(held) = self.0.get(key).copied() else {
-            return Freshness::Newer;
-        };
-        match number(version) {
-            Some(seen) if seen < held => Freshness::Older,
-            Some(seen) if seen == held => {
-                self.0.remove(key);
-                Freshness::Same
-            }
-            _ => {
-                self.0.remove(key);
-                Freshness::Newer
-            }
-        }
-    }
-
-    pub(crate) fn forget(&mut self, key: &ObjectKey) {
-        self.0.remove(key);
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
     }
 }
 
@@ -445,33 +381,5 @@ impl<I> Writer<'_, I> {
             }
             _ => Err(self.failed(what, name, error)),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(name: &str) -> ObjectKey {
-        ObjectKey::named::<()>(None, name.to_owned())
-    }
-
-    #[test]
-    fn watched_versions_older_than_a_write_are_dropped_and_its_echo_is_recognised() {
-        let mut v = Versions::default();
-        v.record(key("a"), Some("10"));
-        assert_eq!(v.observe(&key("a"), Some("9")), Freshness::Older);
-        assert_eq!(v.observe(&key("a"), Some("10")), Freshness::Same);
-        // Caught up: the record is gone, later versions apply.
-        assert_eq!(v.len(), 0);
-        assert_eq!(v.observe(&key("a"), Some("9")), Freshness::Newer);
-        v.record(key("b"), Some("10"));
-        assert_eq!(v.observe(&key("b"), Some("11")), Freshness::Newer);
-        assert_eq!(v.len(), 0);
-        // Versions that are not numbers are never compared.
-        v.record(key("c"), Some("10"));
-        assert_eq!(v.observe(&key("c"), Some("x")), Freshness::Newer);
-        v.record(key("d"), Some("abc"));
-        assert_eq!(v.len(), 0);
     }
 }
