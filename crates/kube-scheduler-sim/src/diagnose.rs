@@ -66,23 +66,20 @@ pub fn diagnose(
         d.explanation = format!("the pod cannot be scheduled at all: {e}");
         return Some(d);
     }
-    match &core.all_nodes {
-        Some(r) => {
-            let m = r.failure().message;
-            d.plugin = Some(r.plugin);
-            d.explanation = match r.plugin {
-                Plugin::NodeAffinity => "every required node affinity term pins metadata.name, and no node name satisfies all pins of any term".to_owned(),
-                Plugin::InterPodAffinity => {
-                    format!("the pod's own pod (anti-)affinity cannot be parsed: {m}")
-                }
-                plugin => {
-                    format!("{plugin:?} rejects the pod on every node before filtering: {m}")
-                }
-            };
-            d.message = Some(m);
-            return Some(d);
-        }
-        None => {}
+    if let Some(r) = &core.all_nodes {
+        let m = r.failure().message;
+        d.plugin = Some(r.plugin);
+        d.explanation = match r.plugin {
+            Plugin::NodeAffinity => "every required node affinity term pins metadata.name, and no node name satisfies all pins of any term".to_owned(),
+            Plugin::InterPodAffinity => {
+                format!("the pod's own pod (anti-)affinity cannot be parsed: {m}")
+            }
+            plugin => {
+                format!("{plugin:?} rejects the pod on every node before filtering: {m}")
+            }
+        };
+        d.message = Some(m);
+        return Some(d);
     }
     let Some(rejection) = core.reasons[node as usize].clone() else {
         d.fits = true;
