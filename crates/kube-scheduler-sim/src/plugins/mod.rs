@@ -4,7 +4,7 @@
 //! implements the framework's plugin interface (`SchedulerPlugin` in the
 //! crate's `profile` module). The framework never names a plugin: the
 //! profile — which plugins run, in which order, with which score weights —
-//! is data built here, [`default_profile`] (C.21, C.31), so another
+//! is data built here, `default_profile()` (C.21, C.31), so another
 //! profile (per Kubernetes version, say) is another list.
 //!
 //! The default profile's filters run in this order: NodeUnschedulable,
