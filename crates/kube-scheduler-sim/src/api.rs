@@ -6,8 +6,9 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube_validation::namespace_or_default;
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{AllNodes, CoreEval, evaluate, select, totals};
-use crate::result::{Failure, Options, OptionsError, PluginScores, SCORE_WEIGHTS, ScheduleResult};
+use crate::plugins::{SCORE_WEIGHTS, default_profile};
+use crate::profile::{CoreEval, evaluate, select, totals};
+use crate::result::{Options, OptionsError, PluginScores, ScheduleResult};
 use crate::state::{ClusterState, PodId, StateError};
 use crate::volumes::StorageObjects;
 use crate::workloads::Workloads;
@@ -54,7 +55,7 @@ impl ClusterState {
     pub fn evaluate(&self, pod: &Pod, opts: &Options) -> Result<ScheduleResult, ScheduleError> {
         opts.validate()?;
         let info = self.compile_pod(pod);
-        let core = evaluate(self, &info, opts);
+        let core = evaluate(self, default_profile(), &info, opts);
         Ok(self.to_result(info.key(), &core))
     }
 
@@ -63,7 +64,7 @@ impl ClusterState {
         opts.validate()?;
         let mut info = self.compile_pod(pod);
         let key = info.key();
-        let core = evaluate(self, &info, opts);
+        let core = evaluate(self, default_profile(), &info, opts);
         match select(self, &core) {
             Some(node) => {
                 let name = self.nodes[node as usize].name.clone();
@@ -107,10 +108,7 @@ impl ClusterState {
             return fit_error_summary(0, Vec::<Vec<String>>::new());
         }
         match &core.all_nodes {
-            Some(AllNodes::Reason(r)) => format!("0/{n} nodes are available: {}.", r.message()),
-            Some(AllNodes::Message(m) | AllNodes::Plugin(_, m)) => {
-                format!("0/{n} nodes are available: {m}.")
-            }
+            Some(r) => format!("0/{n} nodes are available: {}.", r.failure().message),
             None => fit_error_summary(n, core.reasons.iter().flatten().map(|r| r.reasons())),
         }
     }
@@ -125,21 +123,7 @@ impl ClusterState {
             return res;
         }
         if let Some(all) = &core.all_nodes {
-            let failure = match all {
-                AllNodes::Reason(r) => r.failure(),
-                AllNodes::Message(m) => Failure {
-                    plugin: crate::result::Plugin::InterPodAffinity,
-                    code: crate::result::Code::UnschedulableAndUnresolvable,
-                    message: m.clone(),
-                    reasons: vec![m.clone()],
-                },
-                AllNodes::Plugin(plugin, m) => Failure {
-                    plugin: *plugin,
-                    code: crate::result::Code::UnschedulableAndUnresolvable,
-                    message: m.clone(),
-                    reasons: vec![m.clone()],
-                },
-            };
+            let failure = all.failure();
             for node in &self.nodes {
                 res.unschedulable.insert(node.name.clone(), failure.clone());
             }

@@ -13,11 +13,16 @@ use k8s_openapi::api::core::v1::Pod;
 use kube_validation::set_selector_misses;
 use serde::{Deserialize, Serialize};
 
-use crate::plugins::node_resources_fit::Insufficient;
+use crate::plugins::node_resources_fit::{Insufficient, fits_request};
 use crate::plugins::node_unschedulable::UNSCHEDULABLE_TAINT_KEY;
 use crate::plugins::pod_topology_spread::spread_prefilter;
-use crate::profile::{AllNodes, evaluate};
-use crate::result::{Options, Plugin, Rejection};
+use crate::plugins::{
+    Reason, default_profile, node_volume_limits, taint_toleration, volume_binding,
+    volume_restrictions, volume_zone,
+};
+use crate::pod_info::PodInfo;
+use crate::profile::evaluate;
+use crate::result::{Options, Plugin};
 use crate::state::ClusterState;
 
 /// The verdict on one node with an explanation.
@@ -48,7 +53,7 @@ pub fn diagnose(
     let node = state.node_index(node_name)?;
     let mut info = state.compile_pod(pod);
     let key = info.key();
-    let core = evaluate(state, &info, opts);
+    let core = evaluate(state, default_profile(), &info, opts);
     let mut d = Diagnosis {
         pod: key,
         node: node_name.to_owned(),
@@ -61,64 +66,65 @@ pub fn diagnose(
         d.explanation = format!("the pod cannot be scheduled at all: {e}");
         return Some(d);
     }
-    match &core.all_nodes {
-        Some(AllNodes::Reason(r)) => {
-            d.plugin = Some(r.plugin());
-            d.message = Some(r.message().to_owned());
-            d.explanation = "every required node affinity term pins metadata.name, and no node name satisfies all pins of any term".to_owned();
-            return Some(d);
-        }
-        Some(AllNodes::Plugin(plugin, m)) => {
-            d.plugin = Some(*plugin);
-            d.message = Some(m.clone());
-            d.explanation =
-                format!("{plugin:?} rejects the pod on every node before filtering: {m}");
-            return Some(d);
-        }
-        Some(AllNodes::Message(m)) => {
-            d.plugin = Some(Plugin::InterPodAffinity);
-            d.message = Some(m.clone());
-            d.explanation = format!("the pod's own pod (anti-)affinity cannot be parsed: {m}");
-            return Some(d);
-        }
-        None => {}
+    if let Some(r) = &core.all_nodes {
+        let m = r.failure().message;
+        d.plugin = Some(r.plugin);
+        d.explanation = match r.plugin {
+            Plugin::NodeAffinity => "every required node affinity term pins metadata.name, and no node name satisfies all pins of any term".to_owned(),
+            Plugin::InterPodAffinity => {
+                format!("the pod's own pod (anti-)affinity cannot be parsed: {m}")
+            }
+            plugin => {
+                format!("{plugin:?} rejects the pod on every node before filtering: {m}")
+            }
+        };
+        d.message = Some(m);
+        return Some(d);
     }
     let Some(rejection) = core.reasons[node as usize].clone() else {
         d.fits = true;
         d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread and InterPodAffinity on this node".to_owned();
         return Some(d);
     };
-    d.plugin = Some(rejection.plugin());
+    d.plugin = Some(rejection.plugin);
     d.message = Some(rejection.failure().message);
     info.resolve_namespaces(&state.namespaces);
     let entry = &state.nodes[node as usize];
-    let reason = match &rejection {
-        Rejection::Taint(taint) => {
-            d.explanation = format!(
-                "the node has taint {}, which no toleration of the pod tolerates",
-                kube_validation::taints::describe(taint)
-            );
+    match rejection.plugin {
+        Plugin::TaintToleration => {
+            if let Some(taint) = taint_toleration::filter(&entry.taints, &info.tolerations) {
+                d.explanation = format!(
+                    "the node has taint {}, which no toleration of the pod tolerates",
+                    kube_validation::taints::describe(taint)
+                );
+            }
             return Some(d);
         }
-        Rejection::Resources(short) => {
-            d.explanation = short
-                .iter()
-                .map(Insufficient::explain)
-                .collect::<Vec<_>>()
-                .join("; ");
+        Plugin::NodeResourcesFit => {
+            if let (Ok(requests), Some(allocatable)) = (&info.requests, &entry.allocatable) {
+                d.explanation =
+                    fits_request(requests, allocatable, &entry.requested, entry.pod_count)
+                        .iter()
+                        .map(Insufficient::explain)
+                        .collect::<Vec<_>>()
+                        .join("; ");
+            }
             return Some(d);
         }
-        Rejection::Volumes(_) => {
+        Plugin::VolumeBinding => {
             d.explanation = explain_volumes(state, &info, node, None);
             return Some(d);
         }
-        Rejection::Fixed(reason) => *reason,
+        _ => {}
+    }
+    let Some(reason) = Reason::of(&rejection) else {
+        return Some(d);
     };
     let labels = &entry.labels;
     let empty = Default::default();
     let pod_name = |p: &crate::pod_info::PodInfo| p.key();
     d.explanation = match reason.plugin() {
-        Plugin::NodeAffinity if reason == crate::result::Reason::NodeAffinityEnforced => {
+        Plugin::NodeAffinity if reason == Reason::NodeAffinityEnforced => {
             "the node does not match the scheduler's addedAffinity (NodeAffinityArgs), which applies to every pod".to_owned()
         }
         Plugin::NodeUnschedulable => format!(
@@ -133,7 +139,7 @@ pub fn diagnose(
         | Plugin::NodeVolumeLimits
         | Plugin::VolumeBinding
         | Plugin::VolumeZone => explain_volumes(state, &info, node, Some(reason)),
-        // Carried by `Rejection::Taint` / `Rejection::Resources` above.
+        // Explained above.
         Plugin::TaintToleration | Plugin::NodeResourcesFit => String::new(),
         // Score-only plugins never reject a node.
         Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => String::new(),
@@ -151,7 +157,6 @@ pub fn diagnose(
                 })
         }
         Plugin::InterPodAffinity => {
-            use crate::result::Reason;
             match reason {
                 Reason::AffinityRules => {
                     match info
@@ -245,13 +250,11 @@ fn explain_volumes(
     state: &ClusterState,
     info: &crate::pod_info::PodInfo,
     node: u32,
-    reason: Option<crate::result::Reason>,
+    reason: Option<Reason>,
 ) -> String {
     use crate::plugins::volume_binding::{BoundProblem, DelayedProblem, find};
-    use crate::plugins::{node_volume_limits, volume_zone};
-    use crate::result::Reason;
     let entry = &state.nodes[node as usize];
-    let Ok(pre) = crate::profile::volume_prefilter(state, info) else {
+    let Ok(pre) = volume_prefilter(state, info) else {
         return "a volume plugin rejects the pod on every node".to_owned();
     };
     match reason {
@@ -404,4 +407,28 @@ pub fn diagnose_all(state: &ClusterState, pod: &Pod, opts: &Options) -> Vec<Diag
         .into_iter()
         .filter_map(|n| diagnose(state, pod, n, opts))
         .collect()
+}
+
+/// What the volume plugins' PreFilters computed (`None` = skipped).
+#[derive(Default)]
+struct VolumePre {
+    restrictions: Option<volume_restrictions::Pre>,
+    limits: Option<node_volume_limits::NewVolumes>,
+    binding: Option<volume_binding::Pre>,
+    zone: Option<Vec<volume_zone::PvTopology>>,
+}
+
+/// The PreFilters of VolumeRestrictions, NodeVolumeLimits, VolumeBinding
+/// and VolumeZone, in that order; `Err` when one rejects every node.
+fn volume_prefilter(state: &ClusterState, pod: &PodInfo) -> Result<VolumePre, String> {
+    if !pod.volumes.any {
+        return Ok(VolumePre::default());
+    }
+    let storage = &state.storage;
+    Ok(VolumePre {
+        restrictions: volume_restrictions::prefilter(storage, pod)?,
+        limits: node_volume_limits::prefilter(storage, pod),
+        binding: volume_binding::prefilter(storage, pod)?,
+        zone: volume_zone::prefilter(storage, pod)?,
+    })
 }

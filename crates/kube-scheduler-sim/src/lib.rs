@@ -7,7 +7,15 @@
 //! each plugin scores the feasible nodes, and which node it picks. It can
 //! place whole batches incrementally and explain any verdict node by node.
 //!
-//! Plugins, one module each under [`plugins`]:
+//! Layout: a framework that never names a plugin (the cluster state, the
+//! compiled pod, the result types and the run of a scheduling cycle over a
+//! profile), the plugins, one module each under [`plugins`] with its own
+//! PreFilter state, Filter, Score, reason strings and table test behind the
+//! framework's plugin interface, and the profile as data
+//! (`plugins::default_profile`). A new plugin is a module under
+//! [`plugins`], listed in a profile there; see `docs/kube-scheduler-sim.md`.
+//!
+//! Plugins of the default profile:
 //! - filters, in the default profile's order (C.31) — NodeUnschedulable
 //!   (C.25), NodeName (C.26), TaintToleration (C.27), NodeAffinity
 //!   (nodeSelector and required node affinity, C.1–C.4, C.6), NodePorts
@@ -56,9 +64,11 @@ mod api;
 mod capacity;
 mod diagnose;
 mod fast_hash;
+mod images;
 mod pair_counts;
 pub mod plugins;
 mod pod_info;
+mod ports;
 mod profile;
 pub mod resources;
 mod result;
@@ -78,10 +88,10 @@ pub use diagnose::{Diagnosis, diagnose, diagnose_all};
 /// [`LabelSelectorMatcher`](kube_validation::LabelSelectorMatcher) (a null
 /// selector matches nothing, an empty one everything, M.3).
 pub use kube_validation::LabelSelectorMatcher as PodSelector;
+pub use plugins::{Reason, SCORE_WEIGHTS};
 pub use pod_info::PodInfo;
 pub use result::{
-    Code, Failure, Options, OptionsError, Plugin, PluginScores, Reason, SCORE_WEIGHTS,
-    ScheduleResult, Scores,
+    Code, Failure, Options, OptionsError, Plugin, PluginScores, ScheduleResult, Scores,
 };
 pub use state::{ClusterState, PodId, StateError};
 pub use volumes::StorageObjects;

@@ -3,16 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm};
+use k8s_openapi::api::core::v1::{
+    NodeSelectorTerm, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm,
+};
 
 use kube_validation::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
 use kube_validation::{ParseError, namespace_or_default};
 
-use crate::PodSelector;
-use crate::plugins::image_locality::pod_images;
-use crate::plugins::node_affinity::name_shortcut;
-use crate::plugins::node_ports::{HostPort, host_ports};
+use crate::images::pod_images;
+use crate::ports::{HostPort, host_ports};
 use crate::resources::{QuantityProblem, Resources, pod_non_zero_requests, pod_requests};
+use kube_validation::LabelSelectorMatcher as PodSelector;
 
 /// Which namespaces a term looks at (C.7): a name set, or namespaces whose
 /// labels match a selector.
@@ -370,4 +371,29 @@ pub(crate) fn has_untolerated_taint(
     tolerations: &[Toleration],
 ) -> bool {
     kube_validation::taints::first_untolerated(taints, tolerations).is_some()
+}
+
+/// PreFilter (C.4, `PreFilter` in `node_affinity.go`): the node names a pod
+/// may go to when every required term pins `metadata.name In` (names
+/// intersected within a term, united over the terms); `None` when a term
+/// pins none (or there are no terms), `Some(empty)` when the pins conflict.
+pub(crate) fn name_shortcut(terms: &[NodeSelectorTerm]) -> Option<BTreeSet<String>> {
+    if terms.is_empty() {
+        return None;
+    }
+    let mut union = BTreeSet::new();
+    for t in terms {
+        let mut term_names: Option<BTreeSet<String>> = None;
+        for r in t.match_fields.iter().flatten() {
+            if r.key == "metadata.name" && r.operator == "In" {
+                let s: BTreeSet<String> = r.values.iter().flatten().cloned().collect();
+                term_names = Some(match term_names {
+                    None => s,
+                    Some(prev) => prev.intersection(&s).cloned().collect(),
+                });
+            }
+        }
+        union.extend(term_names?);
+    }
+    Some(union)
 }

@@ -54,22 +54,6 @@ pub enum OptionsError {
     AddedAffinity(String),
 }
 
-impl Options {
-    /// Check ranges as kube-scheduler's config validation does.
-    pub fn validate(&self) -> Result<(), OptionsError> {
-        if !(0..=100).contains(&self.hard_pod_affinity_weight) {
-            return Err(OptionsError::HardPodAffinityWeightOutOfRange(
-                self.hard_pod_affinity_weight,
-            ));
-        }
-        if let Some(added) = &self.added_affinity {
-            crate::plugins::node_affinity::AddedAffinity::compile(added)
-                .map_err(OptionsError::AddedAffinity)?;
-        }
-        Ok(())
-    }
-}
-
 /// kube-scheduler filter plugins modelled here, in the default profile's
 /// filter order (`getDefaultPlugins`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -114,168 +98,62 @@ pub enum Code {
     UnschedulableAndUnresolvable,
 }
 
-/// Why a node was rejected: the first failing plugin, kube-scheduler's
-/// message and code (C.6, C.15, C.23, C.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Reason {
-    /// A cordoned node and no toleration of the unschedulable taint.
-    NodeUnschedulable,
-    /// The pod's `spec.nodeName` names another node.
-    NodeNameMismatch,
-    /// A requested host port is in use on the node.
-    NodePortsConflict,
-    /// C.6.
-    NodeAffinityMismatch,
-    /// C.47: the node does not match NodeAffinityArgs `addedAffinity`.
-    NodeAffinityEnforced,
-    /// C.4: every term pins `metadata.name In` and the union is empty.
-    NodeAffinityTermsConflict,
-    /// C.23: node lacks a constraint's topologyKey.
-    SpreadMissingLabel,
-    /// C.23: skew would exceed maxSkew.
-    SpreadSkew,
-    /// C.11/C.12.
-    AffinityRules,
-    /// C.13.
-    AntiAffinityRules,
-    /// C.14.
-    ExistingAntiAffinityRules,
-    /// C.50: an inline disk conflicts with one on the node.
-    DiskConflict,
-    /// C.50: a ReadWriteOncePod claim is in use.
-    ReadWriteOncePodConflict,
-    /// C.51: a CSI driver's attach limit would be exceeded.
-    MaxVolumeCount,
-    /// C.52: a bound PV's node affinity does not match.
-    VolumeNodeAffinityConflict,
-    /// C.52: a delayed claim finds no volume and cannot be provisioned.
-    VolumeBindConflict,
-    /// C.52: a bound claim's PV does not exist.
-    VolumePvNotExist,
-    /// C.53: a bound PV's zone or region does not match.
-    VolumeZoneConflict,
+/// kube-scheduler's reasons of a [`Rejection`]: one fixed message (no
+/// allocation, the common case) or several built from the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reasons {
+    /// One fixed message.
+    One(&'static str),
+    /// Several, or built at run time (a taint, a resource).
+    Many(Vec<String>),
 }
 
-impl Reason {
-    /// kube-scheduler's message.
-    pub fn message(self) -> &'static str {
-        match self {
-            Reason::NodeUnschedulable => crate::plugins::node_unschedulable::REASON,
-            Reason::NodeNameMismatch => crate::plugins::node_name::REASON,
-            Reason::NodePortsConflict => crate::plugins::node_ports::REASON,
-            Reason::NodeAffinityMismatch => "node(s) didn't match Pod's node affinity/selector",
-            Reason::NodeAffinityEnforced => crate::plugins::node_affinity::ENFORCED_REASON,
-            Reason::NodeAffinityTermsConflict => "pod affinity terms conflict",
-            Reason::SpreadMissingLabel => {
-                "node(s) didn't match pod topology spread constraints (missing required label)"
-            }
-            Reason::SpreadSkew => "node(s) didn't match pod topology spread constraints",
-            Reason::AffinityRules => "node(s) didn't match pod affinity rules",
-            Reason::AntiAffinityRules => "node(s) didn't match pod anti-affinity rules",
-            Reason::ExistingAntiAffinityRules => {
-                "node(s) didn't satisfy existing pods anti-affinity rules"
-            }
-            Reason::DiskConflict => crate::plugins::volume_restrictions::DISK_CONFLICT,
-            Reason::ReadWriteOncePodConflict => {
-                crate::plugins::volume_restrictions::READ_WRITE_ONCE_POD_CONFLICT
-            }
-            Reason::MaxVolumeCount => crate::plugins::node_volume_limits::REASON,
-            Reason::VolumeNodeAffinityConflict => crate::plugins::volume_binding::NODE_CONFLICT,
-            Reason::VolumeBindConflict => crate::plugins::volume_binding::BIND_CONFLICT,
-            Reason::VolumePvNotExist => crate::plugins::volume_binding::PV_NOT_EXIST,
-            Reason::VolumeZoneConflict => crate::plugins::volume_zone::REASON,
-        }
-    }
-
+/// Why a node was rejected: the `Status` of the first failing plugin, with
+/// its status code and reasons (crate-internal; [`Failure`] is the public
+/// form). Each plugin builds its own from its reason strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rejection {
     /// The plugin reporting it.
-    pub fn plugin(self) -> Plugin {
-        match self {
-            Reason::NodeUnschedulable => Plugin::NodeUnschedulable,
-            Reason::NodeNameMismatch => Plugin::NodeName,
-            Reason::NodePortsConflict => Plugin::NodePorts,
-            Reason::NodeAffinityMismatch
-            | Reason::NodeAffinityEnforced
-            | Reason::NodeAffinityTermsConflict => Plugin::NodeAffinity,
-            Reason::SpreadMissingLabel | Reason::SpreadSkew => Plugin::PodTopologySpread,
-            Reason::DiskConflict | Reason::ReadWriteOncePodConflict => Plugin::VolumeRestrictions,
-            Reason::MaxVolumeCount => Plugin::NodeVolumeLimits,
-            Reason::VolumeNodeAffinityConflict
-            | Reason::VolumeBindConflict
-            | Reason::VolumePvNotExist => Plugin::VolumeBinding,
-            Reason::VolumeZoneConflict => Plugin::VolumeZone,
-            _ => Plugin::InterPodAffinity,
-        }
-    }
-
+    pub(crate) plugin: Plugin,
     /// kube-scheduler's status code.
-    pub fn code(self) -> Code {
-        match self {
-            Reason::AntiAffinityRules
-            | Reason::ExistingAntiAffinityRules
-            | Reason::SpreadSkew
-            | Reason::NodePortsConflict
-            | Reason::DiskConflict
-            | Reason::ReadWriteOncePodConflict
-            | Reason::MaxVolumeCount => Code::Unschedulable,
-            _ => Code::UnschedulableAndUnresolvable,
-        }
-    }
-
-    /// As a serialisable failure.
-    pub fn failure(self) -> Failure {
-        Failure {
-            plugin: self.plugin(),
-            code: self.code(),
-            message: self.message().to_owned(),
-            reasons: vec![self.message().to_owned()],
-        }
-    }
-}
-
-/// Why a node was rejected, with the details kube-scheduler puts into its
-/// reasons (crate-internal; [`Failure`] is the public form).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Rejection {
-    /// A fixed reason.
-    Fixed(Reason),
-    /// TaintToleration: the first untolerated `NoSchedule`/`NoExecute` taint.
-    Taint(k8s_openapi::api::core::v1::Taint),
-    /// NodeResourcesFit: every insufficient resource, in upstream's order.
-    Resources(Vec<crate::plugins::node_resources_fit::Insufficient>),
-    /// VolumeBinding: every reason, in upstream's order (C.52).
-    Volumes(Vec<Reason>),
+    pub(crate) code: Code,
+    /// kube-scheduler's reasons (`Status.Reasons()`).
+    pub(crate) reasons: Reasons,
 }
 
 impl Rejection {
-    /// The plugin reporting it.
-    pub(crate) fn plugin(&self) -> Plugin {
-        match self {
-            Rejection::Fixed(r) => r.plugin(),
-            Rejection::Taint(_) => Plugin::TaintToleration,
-            Rejection::Resources(_) => Plugin::NodeResourcesFit,
-            Rejection::Volumes(_) => Plugin::VolumeBinding,
+    /// A rejection with one fixed reason.
+    pub(crate) const fn new(plugin: Plugin, code: Code, reason: &'static str) -> Self {
+        Self {
+            plugin,
+            code,
+            reasons: Reasons::One(reason),
         }
     }
 
-    /// kube-scheduler's status code.
-    pub(crate) fn code(&self) -> Code {
-        match self {
-            Rejection::Fixed(r) => r.code(),
-            Rejection::Taint(_) => Code::UnschedulableAndUnresolvable,
-            Rejection::Resources(list) => crate::plugins::node_resources_fit::code(list),
-            Rejection::Volumes(_) => Code::UnschedulableAndUnresolvable,
+    /// A rejection with reasons built at run time.
+    pub(crate) fn many(plugin: Plugin, code: Code, reasons: Vec<String>) -> Self {
+        Self {
+            plugin,
+            code,
+            reasons: Reasons::Many(reasons),
+        }
+    }
+
+    /// The first reason (the only one for most plugins).
+    pub(crate) fn first(&self) -> &str {
+        match &self.reasons {
+            Reasons::One(r) => r,
+            Reasons::Many(list) => list.first().map_or("", String::as_str),
         }
     }
 
     /// kube-scheduler's reasons (`Status.Reasons()`), each counted in the
     /// FitError summary.
     pub(crate) fn reasons(&self) -> Vec<String> {
-        match self {
-            Rejection::Fixed(r) => vec![r.message().to_owned()],
-            Rejection::Taint(t) => vec![crate::plugins::taint_toleration::reason(t)],
-            Rejection::Resources(list) => list.iter().map(|i| i.reason()).collect(),
-            Rejection::Volumes(list) => list.iter().map(|r| r.message().to_owned()).collect(),
+        match &self.reasons {
+            Reasons::One(r) => vec![(*r).to_owned()],
+            Reasons::Many(list) => list.clone(),
         }
     }
 
@@ -283,8 +161,8 @@ impl Rejection {
     pub(crate) fn failure(&self) -> Failure {
         let reasons = self.reasons();
         Failure {
-            plugin: self.plugin(),
-            code: self.code(),
+            plugin: self.plugin,
+            code: self.code,
             message: reasons.join(", "),
             reasons,
         }
@@ -342,7 +220,7 @@ pub struct Scores {
 }
 
 impl Scores {
-    /// The plugin's scores, for the score plugins of [`SCORE_WEIGHTS`].
+    /// The plugin's scores, for the score plugins of [`crate::SCORE_WEIGHTS`].
     pub fn get(&self, plugin: Plugin) -> Option<&PluginScores> {
         Some(match plugin {
             Plugin::TaintToleration => &self.taint_toleration,
@@ -370,18 +248,6 @@ impl Scores {
         })
     }
 }
-
-/// The default profile's score plugins and their weights (C.21), in the
-/// profile's order.
-pub const SCORE_WEIGHTS: [(Plugin, i64); 7] = [
-    (Plugin::TaintToleration, 3),
-    (Plugin::NodeAffinity, 2),
-    (Plugin::NodeResourcesFit, 1),
-    (Plugin::PodTopologySpread, 2),
-    (Plugin::InterPodAffinity, 2),
-    (Plugin::NodeResourcesBalancedAllocation, 1),
-    (Plugin::ImageLocality, 1),
-];
 
 /// Filter and score of one pod over the cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,15 +18,15 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
 
-use crate::PodSelector;
 use crate::admission::apply_match_label_keys;
 use crate::fast_hash::IdMap;
-use crate::plugins::node_ports::UsedPorts;
-use crate::plugins::node_unschedulable::is_cordoned;
 use crate::pod_info::{AffinityTerm, NamespaceScope, PodInfo};
+use crate::ports::UsedPorts;
 use crate::resources::{QuantityProblem, Resources, node_allocatable};
 use crate::volumes::{NodeVolumes, Storage, StorageObjects};
 use crate::workloads::{WorkloadIndex, Workloads};
+use kube_validation::LabelSelectorMatcher as PodSelector;
+use kube_validation::taints::is_cordoned;
 
 /// Marker for "node lacks this key".
 pub(crate) const NO_DOMAIN: u32 = u32::MAX;

@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube_validation::{namespace_or_default, set_selector_matches};
 
-use crate::PodSelector;
 use crate::pod_info::PodInfo;
+use kube_validation::LabelSelectorMatcher as PodSelector;
 
 /// The workload objects of a snapshot that select pods.
 #[derive(Debug, Clone, Default)]

@@ -45,4 +45,10 @@ mod tests {
             assert_eq!(default_normalize(raw, *reverse), *want, "{raw:?} {reverse}");
         }
     }
+
+    #[test]
+    fn max_normalisation_uses_integer_division() {
+        assert_eq!(default_normalize(&[2, 11, 4], false), vec![18, 100, 36]);
+        assert_eq!(default_normalize(&[0, 0], false), vec![0, 0]);
+    }
 }

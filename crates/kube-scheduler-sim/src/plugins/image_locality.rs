@@ -3,9 +3,10 @@
 //! `node.status.images`) score higher, in proportion to the images' sizes
 //! and to how many nodes of the cluster hold them.
 
-use k8s_openapi::api::core::v1::Pod;
-
 use crate::plugins::helper::MAX_NODE_SCORE;
+
+use crate::profile::{Cycle, SchedulerPlugin, ScoreOutcome, per_node};
+use crate::result::Plugin;
 
 const MB: i64 = 1024 * 1024;
 /// Below this many (spread-scaled) bytes a node scores 0.
@@ -13,41 +14,7 @@ pub const MIN_THRESHOLD: i64 = 23 * MB;
 /// Per container: at or above this many bytes a node scores 100.
 pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 
-/// `normalizedImageName`: a name without a tag (no `:` after the last
-/// `/`) gets `:latest`. Nothing else is normalised: no default registry,
-/// so `nginx` matches a node image named `nginx:latest` but not
-/// `docker.io/library/nginx:latest`, as in kube-scheduler.
-pub fn normalized_image_name(name: &str) -> String {
-    let colon = name.rfind(':').map_or(-1, |i| i as i64);
-    let slash = name.rfind('/').map_or(-1, |i| i as i64);
-    if colon <= slash {
-        format!("{name}:latest")
-    } else {
-        name.to_owned()
-    }
-}
-
-/// The pod's images, normalised, init containers first, and the number of
-/// containers (init and regular) that sets the upper threshold.
-pub fn pod_images(pod: &Pod) -> (Vec<String>, usize) {
-    let Some(spec) = pod.spec.as_ref() else {
-        return (Vec::new(), 0);
-    };
-    let containers = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(spec.containers.iter());
-    let mut count = 0;
-    let mut images = Vec::new();
-    for c in containers {
-        count += 1;
-        images.push(normalized_image_name(
-            c.image.as_deref().unwrap_or_default(),
-        ));
-    }
-    (images, count)
-}
+pub use crate::images::{normalized_image_name, pod_images};
 
 /// `scaledImageScore`: the image's size times the fraction of the
 /// cluster's nodes holding it, in floating point, truncated.
@@ -69,6 +36,31 @@ pub fn calculate_priority(sum: i64, containers: usize) -> i64 {
         sum
     };
     MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
+}
+
+/// The plugin in a profile: Score only (C.45).
+pub(crate) struct ImageLocality;
+
+impl SchedulerPlugin for ImageLocality {
+    fn name(&self) -> Plugin {
+        Plugin::ImageLocality
+    }
+
+    fn score(&self, cycle: &Cycle<'_>, scored: &[u32]) -> ScoreOutcome {
+        let (state, pod) = (cycle.state, cycle.pod);
+        let total_nodes = state.nodes.len();
+        let raw = per_node(state, scored, |e| {
+            let sum = pod
+                .images
+                .iter()
+                .filter(|name| e.images.contains(*name))
+                .filter_map(|name| state.image_states.get(name))
+                .map(|(size, nodes)| scaled_image_score(*size, *nodes as usize, total_nodes))
+                .sum();
+            calculate_priority(sum, pod.container_count)
+        });
+        Ok(Some((raw.clone(), raw)))
+    }
 }
 
 #[cfg(test)]

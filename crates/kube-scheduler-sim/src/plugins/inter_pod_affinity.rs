@@ -4,7 +4,8 @@
 use crate::fast_hash::IdMap;
 use crate::pair_counts::PairCounts;
 use crate::pod_info::{AffinityTerm, PodInfo};
-use crate::result::{Options, Reason};
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin, ScoreOutcome};
+use crate::result::{Code, Options, Plugin, Rejection};
 use crate::state::ClusterState;
 
 /// Per-term key ids resolved once.
@@ -113,12 +114,12 @@ pub(crate) fn interpod_filter(
     state: &ClusterState,
     pre: &InterPodPre,
     node: u32,
-) -> Option<Reason> {
+) -> Option<Rejection> {
     if !pre.affinity_keys.is_empty() {
         let mut pods_exist = true;
         for k in &pre.affinity_keys {
             match state.domain(*k, node) {
-                None => return Some(Reason::AffinityRules),
+                None => return Some(AFFINITY_REJECTION),
                 Some((k, d)) => {
                     if pre.affinity.get(k, d) <= 0 {
                         pods_exist = false;
@@ -129,14 +130,14 @@ pub(crate) fn interpod_filter(
         // C.12: the first pod of a self-affine group.
         let first_pod = pre.affinity.is_empty() && pre.self_match;
         if !(pods_exist || first_pod) {
-            return Some(Reason::AffinityRules);
+            return Some(AFFINITY_REJECTION);
         }
     }
     for k in &pre.anti_keys {
         if let Some((k, d)) = state.domain(*k, node)
             && pre.anti.get(k, d) > 0
         {
-            return Some(Reason::AntiAffinityRules);
+            return Some(ANTI_AFFINITY_REJECTION);
         }
     }
     if !pre.existing.is_empty()
@@ -145,7 +146,7 @@ pub(crate) fn interpod_filter(
             .iter()
             .any(|(k, d)| pre.existing.get(*k, *d) > 0)
     {
-        return Some(Reason::ExistingAntiAffinityRules);
+        return Some(EXISTING_ANTI_AFFINITY_REJECTION);
     }
     None
 }
@@ -225,4 +226,107 @@ pub(crate) fn interpod_raw(state: &ClusterState, scores: &PairCounts, node: u32)
         .iter()
         .map(|(k, d)| scores.get(*k, *d))
         .sum()
+}
+
+/// InterPodAffinity NormalizeScore: min–max in floating point, truncated (C.19).
+pub(crate) fn normalize_min_max(raw: &[i64]) -> Vec<i64> {
+    let min = raw.iter().copied().min().unwrap_or(0);
+    let max = raw.iter().copied().max().unwrap_or(0);
+    let diff = max - min;
+    raw.iter()
+        .map(|s| {
+            if diff > 0 {
+                (100.0 * ((s - min) as f64 / diff as f64)) as i64
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
+/// kube-scheduler's reason for a node outside the domains of the pod's
+/// required affinity (`ErrReasonAffinityRulesNotMatch`, C.11, C.12).
+pub const AFFINITY_REASON: &str = "node(s) didn't match pod affinity rules";
+
+/// kube-scheduler's reason for a node in a domain of the pod's required
+/// anti-affinity (`ErrReasonAntiAffinityRulesNotMatch`, C.13).
+pub const ANTI_AFFINITY_REASON: &str = "node(s) didn't match pod anti-affinity rules";
+
+/// kube-scheduler's reason for a node in a domain of a placed pod's
+/// required anti-affinity matching the pod (`ErrReasonExistingAntiAffinityRulesNotMatch`, C.14).
+pub const EXISTING_ANTI_AFFINITY_REASON: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// The Filter's status for required affinity.
+const AFFINITY_REJECTION: Rejection = Rejection::new(
+    Plugin::InterPodAffinity,
+    Code::UnschedulableAndUnresolvable,
+    AFFINITY_REASON,
+);
+
+/// The Filter's status for required anti-affinity.
+const ANTI_AFFINITY_REJECTION: Rejection = Rejection::new(
+    Plugin::InterPodAffinity,
+    Code::Unschedulable,
+    ANTI_AFFINITY_REASON,
+);
+
+/// The Filter's status for placed pods' anti-affinity (symmetry).
+const EXISTING_ANTI_AFFINITY_REJECTION: Rejection = Rejection::new(
+    Plugin::InterPodAffinity,
+    Code::Unschedulable,
+    EXISTING_ANTI_AFFINITY_REASON,
+);
+
+/// The plugin in a profile: PreFilter and Filter (C.7–C.17), PreScore,
+/// Score and NormalizeScore (C.18–C.20).
+pub(crate) struct InterPodAffinity;
+
+impl SchedulerPlugin for InterPodAffinity {
+    fn name(&self) -> Plugin {
+        Plugin::InterPodAffinity
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let (state, pod) = (cycle.state, cycle.pod);
+        // C.16: the pod's own unparsable term rejects every node.
+        if let Some(msg) = &pod.affinity_error {
+            return PreFilter::AllNodes(Rejection::many(
+                Plugin::InterPodAffinity,
+                Code::UnschedulableAndUnresolvable,
+                vec![msg.clone()],
+            ));
+        }
+        let pre = interpod_prefilter(state, pod);
+        if pre.affinity_keys.is_empty() && pre.anti_keys.is_empty() && pre.existing.is_empty() {
+            return PreFilter::Skip;
+        }
+        PreFilter::Filter(Box::new(move |node| interpod_filter(state, &pre, node)))
+    }
+
+    fn score(&self, cycle: &Cycle<'_>, scored: &[u32]) -> ScoreOutcome {
+        let state = cycle.state;
+        Ok(interpod_score_map(state, cycle.pod, cycle.opts).map(|map| {
+            let raw: Vec<i64> = scored
+                .iter()
+                .map(|i| interpod_raw(state, &map, *i))
+                .collect();
+            let normalized = normalize_min_max(&raw);
+            (raw, normalized)
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_max_normalisation_truncates_a_float_like_kube_scheduler() {
+        // 100 × (29 / 100) is 28.999999999999996 in float64: kube-scheduler
+        // yields 28 where integer arithmetic would give 29 (C.19).
+        assert_eq!(normalize_min_max(&[0, 29, 100]), vec![0, 28, 100]);
+        assert_eq!(normalize_min_max(&[-5, 0]), vec![0, 100]);
+        assert_eq!(normalize_min_max(&[3, 3]), vec![0, 0]);
+    }
 }

@@ -10,6 +10,9 @@
 use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::resources::Resources;
 
+use crate::profile::{Cycle, SchedulerPlugin, ScoreOutcome, per_node};
+use crate::result::Plugin;
+
 /// PreScore: a pod requesting neither CPU nor memory skips the plugin
 /// (`isBestEffortPod` over the configured resources).
 pub fn skips(pod: &Resources) -> bool {
@@ -41,4 +44,26 @@ pub fn score(pod: &Resources, node_requested: &Resources, allocatable: Option<&R
         _ => 0.0,
     };
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// The plugin in a profile: Score only (C.43).
+pub(crate) struct NodeResourcesBalancedAllocation;
+
+impl SchedulerPlugin for NodeResourcesBalancedAllocation {
+    fn name(&self) -> Plugin {
+        Plugin::NodeResourcesBalancedAllocation
+    }
+
+    fn score(&self, cycle: &Cycle<'_>, scored: &[u32]) -> ScoreOutcome {
+        let Ok(requests) = &cycle.pod.requests else {
+            return Ok(None);
+        };
+        if skips(requests) {
+            return Ok(None);
+        }
+        let raw = per_node(cycle.state, scored, |e| {
+            score(requests, &e.requested, e.allocatable.as_ref())
+        });
+        Ok(Some((raw.clone(), raw)))
+    }
 }

@@ -20,6 +20,9 @@ use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, format_amount};
 use crate::result::Code;
 
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin, ScoreOutcome, per_node};
+use crate::result::{Plugin, Rejection};
+
 /// One resource the node lacks (`InsufficientResource`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -163,4 +166,46 @@ pub fn least_allocated_score(
         weights += 1;
     }
     if weights == 0 { 0 } else { score / weights }
+}
+
+/// The plugin in a profile: PreFilter (the pod's effective requests, C.29),
+/// Filter (C.29, C.30) and Score (`LeastAllocated`, C.42).
+pub(crate) struct NodeResourcesFit;
+
+impl SchedulerPlugin for NodeResourcesFit {
+    fn name(&self) -> Plugin {
+        Plugin::NodeResourcesFit
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let (state, pod) = (cycle.state, cycle.pod);
+        let requests = match &pod.requests {
+            Ok(r) => r,
+            Err(problem) => return PreFilter::Error(format!("pod {}: {problem}", pod.key())),
+        };
+        PreFilter::Filter(Box::new(move |node| {
+            let e = &state.nodes[node as usize];
+            let allocatable = e.allocatable.as_ref()?;
+            let short = fits_request(requests, allocatable, &e.requested, e.pod_count);
+            (!short.is_empty()).then(|| {
+                Rejection::many(
+                    Plugin::NodeResourcesFit,
+                    code(&short),
+                    short.iter().map(Insufficient::reason).collect(),
+                )
+            })
+        }))
+    }
+
+    fn score(&self, cycle: &Cycle<'_>, scored: &[u32]) -> ScoreOutcome {
+        let pod = cycle.pod;
+        let raw = per_node(cycle.state, scored, |e| {
+            least_allocated_score(
+                pod.non_zero_requests,
+                e.non_zero_requested,
+                e.allocatable.as_ref(),
+            )
+        });
+        Ok(Some((raw.clone(), raw)))
+    }
 }

@@ -7,8 +7,39 @@ pub use kube_validation::taints::{
     UNSCHEDULABLE_TAINT_KEY, cordon_admits as fits, is_cordoned, tolerates_cordon,
 };
 
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin};
+use crate::result::{Code, Plugin, Rejection};
+
 /// kube-scheduler's reason (`ErrReasonUnschedulable`).
 pub const REASON: &str = "node(s) were unschedulable";
+
+/// The Filter's status for a cordoned node.
+const REJECTION: Rejection = Rejection::new(
+    Plugin::NodeUnschedulable,
+    Code::UnschedulableAndUnresolvable,
+    REASON,
+);
+
+/// The plugin in a profile: Filter only.
+pub(crate) struct NodeUnschedulable;
+
+impl SchedulerPlugin for NodeUnschedulable {
+    fn name(&self) -> Plugin {
+        Plugin::NodeUnschedulable
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        if tolerates_cordon(&cycle.pod.tolerations) {
+            return PreFilter::Skip;
+        }
+        let state = cycle.state;
+        PreFilter::Filter(Box::new(move |node| {
+            state.nodes[node as usize]
+                .unschedulable
+                .then_some(REJECTION)
+        }))
+    }
+}
 
 #[cfg(test)]
 mod tests {

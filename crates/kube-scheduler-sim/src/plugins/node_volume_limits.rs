@@ -13,6 +13,8 @@
 use std::collections::BTreeMap;
 
 use crate::pod_info::PodInfo;
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin};
+use crate::result::{Code, Plugin, Rejection};
 use crate::volumes::{NodeVolumes, Storage};
 
 /// kube-scheduler's reason (`ErrReasonMaxVolumeCountExceeded`).
@@ -62,4 +64,32 @@ pub(crate) fn exceeded(
         }
     }
     None
+}
+
+/// The Filter's status for a node over a driver's limit.
+const REJECTION: Rejection = Rejection::new(Plugin::NodeVolumeLimits, Code::Unschedulable, REASON);
+
+/// The plugin in a profile: PreFilter and Filter.
+pub(crate) struct NodeVolumeLimits;
+
+impl SchedulerPlugin for NodeVolumeLimits {
+    fn name(&self) -> Plugin {
+        Plugin::NodeVolumeLimits
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let state = cycle.state;
+        if !cycle.pod.volumes.any {
+            return PreFilter::Skip;
+        }
+        let Some(new) = prefilter(&state.storage, cycle.pod) else {
+            return PreFilter::Skip;
+        };
+        PreFilter::Filter(Box::new(move |node| {
+            let e = &state.nodes[node as usize];
+            exceeded(&new, &e.volumes, state.storage.csi_limits.get(&e.name))
+                .is_some()
+                .then_some(REJECTION)
+        }))
+    }
 }

@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::PodSelector;
+use kube_validation::LabelSelectorMatcher as PodSelector;
+
 use crate::fast_hash::IdMap;
 use crate::plugins::helper::MAX_NODE_SCORE;
 use crate::pod_info::{PodInfo, SpreadConstraint, has_untolerated_taint};
-use crate::result::Reason;
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin, ScoreOutcome};
+use crate::result::{Code, Plugin, Rejection};
 use crate::state::ClusterState;
 
 /// PodTopologySpread PreFilter state for DoNotSchedule constraints (C.23).
@@ -118,14 +120,14 @@ impl SpreadPre {
 }
 
 #[inline]
-pub(crate) fn spread_filter(state: &ClusterState, pre: &SpreadPre, node: u32) -> Option<Reason> {
+pub(crate) fn spread_filter(state: &ClusterState, pre: &SpreadPre, node: u32) -> Option<Rejection> {
     for c in &pre.constraints {
         let Some((_, d)) = state.domain(c.key, node) else {
-            return Some(Reason::SpreadMissingLabel);
+            return Some(MISSING_LABEL_REJECTION);
         };
         let skew = c.counts.get(&d).copied().unwrap_or(0) + i64::from(c.self_match) - c.min;
         if skew > c.max_skew {
-            return Some(Reason::SpreadSkew);
+            return Some(SKEW_REJECTION);
         }
     }
     None
@@ -299,4 +301,83 @@ pub(crate) fn spread_score(
         })
         .collect();
     (raw, normalized)
+}
+
+/// kube-scheduler's reason for a node without a constraint's topology key
+/// (`ErrReasonNodeLabelNotMatch`, C.23).
+pub const MISSING_LABEL_REASON: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+
+/// kube-scheduler's reason for a node where the skew would exceed
+/// `maxSkew` (`ErrReasonConstraintsNotMatch`, C.23).
+pub const SKEW_REASON: &str = "node(s) didn't match pod topology spread constraints";
+
+/// The Filter's status for a node without a constraint's key.
+const MISSING_LABEL_REJECTION: Rejection = Rejection::new(
+    Plugin::PodTopologySpread,
+    Code::UnschedulableAndUnresolvable,
+    MISSING_LABEL_REASON,
+);
+
+/// The Filter's status for a node over `maxSkew`.
+const SKEW_REJECTION: Rejection =
+    Rejection::new(Plugin::PodTopologySpread, Code::Unschedulable, SKEW_REASON);
+
+/// The plugin in a profile: PreFilter and Filter (`DoNotSchedule`, C.23),
+/// PreScore and Score (`ScheduleAnyway` or the system defaults, C.44, C.46).
+pub(crate) struct PodTopologySpread;
+
+impl SchedulerPlugin for PodTopologySpread {
+    fn name(&self) -> Plugin {
+        Plugin::PodTopologySpread
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let (state, pod) = (cycle.state, cycle.pod);
+        match &pod.spread {
+            Ok(c) if c.is_empty() => PreFilter::Skip,
+            Ok(c) => {
+                let pre = spread_prefilter(state, pod, c);
+                PreFilter::Filter(Box::new(move |node| spread_filter(state, &pre, node)))
+            }
+            Err(e) => PreFilter::Error(format!(
+                "obtaining pod's hard topology spread constraints: {e}"
+            )),
+        }
+    }
+
+    fn score(&self, cycle: &Cycle<'_>, scored: &[u32]) -> ScoreOutcome {
+        let (state, pod) = (cycle.state, cycle.pod);
+        // PreScore: the pod's ScheduleAnyway constraints, or the system
+        // defaults when it declares none (C.44, C.46).
+        let defaults;
+        let constraints: &[SpreadConstraint] = if pod.has_spread_constraints {
+            match &pod.soft_spread {
+                Err(e) => {
+                    return Err(format!(
+                        "running PreScore plugin \"PodTopologySpread\": calculating preScoreState: obtaining pod's soft topology spread constraints: {e}"
+                    ));
+                }
+                Ok(c) => c,
+            }
+        } else {
+            match state.workloads.default_selector(pod) {
+                Some(selector) => {
+                    defaults = system_default_constraints(selector);
+                    &defaults
+                }
+                None => return Ok(None),
+            }
+        };
+        if constraints.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(spread_score(
+            state,
+            pod,
+            scored,
+            constraints,
+            pod.has_spread_constraints,
+        )))
+    }
 }

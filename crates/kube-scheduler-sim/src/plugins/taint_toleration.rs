@@ -9,6 +9,10 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use kube_validation::taints::{PREFER_NO_SCHEDULE, first_untolerated, tolerated};
 
+use crate::plugins::helper::default_normalize;
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin, ScoreOutcome, per_node};
+use crate::result::{Code, Plugin, Rejection};
+
 /// The Filter: the first untolerated `NoSchedule`/`NoExecute` taint, `None`
 /// when the pod tolerates them all.
 pub fn filter<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
@@ -44,4 +48,33 @@ pub fn score(taints: &[Taint], tolerations: &[Toleration]) -> i64 {
         .iter()
         .filter(|t| t.effect == PREFER_NO_SCHEDULE && !tolerated(&prefer, t))
         .count() as i64
+}
+
+/// The plugin in a profile: Filter and Score (reversed, C.41).
+pub(crate) struct TaintToleration;
+
+impl SchedulerPlugin for TaintToleration {
+    fn name(&self) -> Plugin {
+        Plugin::TaintToleration
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let (state, pod) = (cycle.state, cycle.pod);
+        PreFilter::Filter(Box::new(move |node| {
+            filter(&state.nodes[node as usize].taints, &pod.tolerations).map(|t| {
+                Rejection::many(
+                    Plugin::TaintToleration,
+                    Code::UnschedulableAndUnresolvable,
+                    vec![reason(t)],
+                )
+            })
+        }))
+    }
+
+    fn score(&self, cycle: &Cycle<'_>, scored: &[u32]) -> ScoreOutcome {
+        let pod = cycle.pod;
+        let raw = per_node(cycle.state, scored, |e| score(&e.taints, &pod.tolerations));
+        let normalized = default_normalize(&raw, true);
+        Ok(Some((raw, normalized)))
+    }
 }

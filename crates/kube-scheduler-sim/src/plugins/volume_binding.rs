@@ -31,13 +31,14 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube_validation::node_selector::selector_matches;
 use kube_validation::{Quantity, namespace_or_default};
 
-use crate::PodSelector;
 use crate::pod_info::PodInfo;
-use crate::result::Reason;
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin};
+use crate::result::{Code, Plugin, Rejection};
 use crate::volumes::{
     ANN_SELECTED_NODE, NO_PROVISIONER, Storage, claim_class, claim_is_bound, claim_volume_name,
     class_waits_for_consumer,
 };
+use kube_validation::LabelSelectorMatcher as PodSelector;
 
 /// `ErrReasonNodeConflict`.
 pub const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
@@ -389,17 +390,52 @@ pub(crate) fn filter(
     pre: &Pre,
     node_name: &str,
     labels: &BTreeMap<String, String>,
-) -> Vec<Reason> {
+) -> Vec<&'static str> {
     let (bound, delayed) = find(storage, pod, pre, node_name, labels);
     let mut out = Vec::new();
     if matches!(bound, Some(BoundProblem::NodeAffinity { .. })) {
-        out.push(Reason::VolumeNodeAffinityConflict);
+        out.push(NODE_CONFLICT);
     }
     if delayed.is_some() {
-        out.push(Reason::VolumeBindConflict);
+        out.push(BIND_CONFLICT);
     }
     if matches!(bound, Some(BoundProblem::Missing { .. })) {
-        out.push(Reason::VolumePvNotExist);
+        out.push(PV_NOT_EXIST);
     }
     out
+}
+
+/// The plugin in a profile: PreFilter and Filter (C.52).
+pub(crate) struct VolumeBinding;
+
+impl SchedulerPlugin for VolumeBinding {
+    fn name(&self) -> Plugin {
+        Plugin::VolumeBinding
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let (state, pod) = (cycle.state, cycle.pod);
+        if !pod.volumes.any {
+            return PreFilter::Skip;
+        }
+        match prefilter(&state.storage, pod) {
+            Err(m) => PreFilter::AllNodes(Rejection::many(
+                Plugin::VolumeBinding,
+                Code::UnschedulableAndUnresolvable,
+                vec![m],
+            )),
+            Ok(None) => PreFilter::Skip,
+            Ok(Some(pre)) => PreFilter::Filter(Box::new(move |node| {
+                let e = &state.nodes[node as usize];
+                let reasons = filter(&state.storage, pod, &pre, &e.name, &e.labels);
+                (!reasons.is_empty()).then(|| {
+                    Rejection::many(
+                        Plugin::VolumeBinding,
+                        Code::UnschedulableAndUnresolvable,
+                        reasons.into_iter().map(str::to_owned).collect(),
+                    )
+                })
+            })),
+        }
+    }
 }

@@ -15,7 +15,8 @@
 //! message on every node. Both are `Unschedulable`.
 
 use crate::pod_info::PodInfo;
-use crate::result::Reason;
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin};
+use crate::result::{Code, Plugin, Rejection};
 use crate::volumes::{NodeVolumes, Storage};
 
 /// kube-scheduler's reason for a disk conflict (`ErrReasonDiskConflict`).
@@ -62,14 +63,55 @@ pub(crate) fn prefilter(storage: &Storage, pod: &PodInfo) -> Result<Option<Pre>,
 }
 
 /// Filter on one node.
-pub(crate) fn filter(pre: &Pre, pod: &PodInfo, node: &NodeVolumes) -> Option<Reason> {
+pub(crate) fn filter(pre: &Pre, pod: &PodInfo, node: &NodeVolumes) -> Option<Rejection> {
     if pod
         .volumes
         .disks
         .iter()
         .any(|d| node.disks.iter().any(|(e, _)| d.conflicts(e)))
     {
-        return Some(Reason::DiskConflict);
+        return Some(DISK_CONFLICT_REJECTION);
     }
-    (!pre.in_use.is_empty()).then_some(Reason::ReadWriteOncePodConflict)
+    (!pre.in_use.is_empty()).then_some(READ_WRITE_ONCE_POD_REJECTION)
+}
+
+/// The Filter's status for a disk conflict.
+const DISK_CONFLICT_REJECTION: Rejection = Rejection::new(
+    Plugin::VolumeRestrictions,
+    Code::Unschedulable,
+    DISK_CONFLICT,
+);
+
+/// The Filter's status for a ReadWriteOncePod claim in use.
+const READ_WRITE_ONCE_POD_REJECTION: Rejection = Rejection::new(
+    Plugin::VolumeRestrictions,
+    Code::Unschedulable,
+    READ_WRITE_ONCE_POD_CONFLICT,
+);
+
+/// The plugin in a profile: PreFilter and Filter.
+pub(crate) struct VolumeRestrictions;
+
+impl SchedulerPlugin for VolumeRestrictions {
+    fn name(&self) -> Plugin {
+        Plugin::VolumeRestrictions
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let (state, pod) = (cycle.state, cycle.pod);
+        if !pod.volumes.any {
+            return PreFilter::Skip;
+        }
+        match prefilter(&state.storage, pod) {
+            Err(m) => PreFilter::AllNodes(Rejection::many(
+                Plugin::VolumeRestrictions,
+                Code::UnschedulableAndUnresolvable,
+                vec![m],
+            )),
+            Ok(None) => PreFilter::Skip,
+            Ok(Some(pre)) => PreFilter::Filter(Box::new(move |node| {
+                filter(&pre, pod, &state.nodes[node as usize].volumes)
+            })),
+        }
+    }
 }

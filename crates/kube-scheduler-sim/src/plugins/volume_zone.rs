@@ -18,6 +18,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::pod_info::PodInfo;
+use crate::profile::{Cycle, PreFilter, SchedulerPlugin};
+use crate::result::{Code, Plugin, Rejection};
 use crate::volumes::{
     Storage, claim_class, claim_volume_name, class_waits_for_consumer, label_zones_to_set,
 };
@@ -121,4 +123,40 @@ pub(crate) fn node_value<'a>(
         .get_key_value(t.key)
         .or_else(|| labels.get_key_value(to_ga(t.key)))
         .map(|(k, v)| (k.as_str(), v.as_str()))
+}
+
+/// The Filter's status for a zone conflict.
+const REJECTION: Rejection = Rejection::new(
+    Plugin::VolumeZone,
+    Code::UnschedulableAndUnresolvable,
+    REASON,
+);
+
+/// The plugin in a profile: PreFilter and Filter (C.53).
+pub(crate) struct VolumeZone;
+
+impl SchedulerPlugin for VolumeZone {
+    fn name(&self) -> Plugin {
+        Plugin::VolumeZone
+    }
+
+    fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
+        let state = cycle.state;
+        if !cycle.pod.volumes.any {
+            return PreFilter::Skip;
+        }
+        match prefilter(&state.storage, cycle.pod) {
+            Err(m) => PreFilter::AllNodes(Rejection::many(
+                Plugin::VolumeZone,
+                Code::UnschedulableAndUnresolvable,
+                vec![m],
+            )),
+            Ok(None) => PreFilter::Skip,
+            Ok(Some(z)) => PreFilter::Filter(Box::new(move |node| {
+                filter(&z, &state.nodes[node as usize].labels)
+                    .is_some()
+                    .then_some(REJECTION)
+            })),
+        }
+    }
 }
