@@ -250,8 +250,6 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
         .map(|kind| (kind.resource().group, kind.resource().plural))
         .collect();
     let crd_dir = dir.join("crds");
-    // The group versions the CRDs serve.
-    let mut crd_versions: BTreeSet<String> = BTreeSet::new();
     std::fs::create_dir_all(&crd_dir).map_err(|e| e.to_string())?;
     for (product, version) in [
         ("velero", &versions.velero),
@@ -273,15 +271,6 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
                 wanted.contains(&(group, plural))
             });
             if needed {
-                for crd in &documents {
-                    let group = crd["spec"]["group"].as_str().unwrap_or_default();
-                    for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
-                        if version["served"] == true {
-                            let name = version["name"].as_str().unwrap_or_default();
-                            crd_versions.insert(format!("{group}/{name}"));
-                        }
-                    }
-                }
                 let link = crd_dir.join(format!(
                     "{product}-{}",
                     path.file_name().unwrap().to_string_lossy()
@@ -315,22 +304,10 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
         if waited.code != 0 {
             return Err(format!("kubectl wait for the CRDs: {}", waited.stderr));
         }
-        // Established comes a moment before discovery lists the new group
-        // versions.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        for api_version in &crd_versions {
-            while bed
-                .client()
-                .list_api_group_resources(api_version)
-                .await
-                .is_err()
-            {
-                if Instant::now() > deadline {
-                    return Err(format!("discovery never listed {api_version}"));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
+        // Established comes a moment before discovery lists each resource.
+        kube_testbed::deploy::wait_until_discovered(&bed, &files)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(())
     };
 

@@ -372,7 +372,8 @@ fn rename_cluster_rbac(objects: &mut [Value], suffix: &str) {
 }
 
 /// Applies the CustomResourceDefinitions in `files` and waits until each is
-/// Established; returns their names.
+/// Established and discovery lists it ([`wait_until_discovered`]); returns
+/// their names.
 pub async fn install_crd_files<P: AsRef<Path>>(
     bed: &Testbed,
     files: &[P],
@@ -420,10 +421,89 @@ pub async fn install_crd_files<P: AsRef<Path>>(
     wait.extend(names.iter().cloned());
     let refs: Vec<&str> = wait.iter().map(String::as_str).collect();
     bed.kubectl_output(&refs, None).await?;
+    wait_until_discovered(bed, files).await?;
     Ok(names
         .iter()
         .map(|name| name.rsplit('/').next().unwrap_or(name).to_owned())
         .collect())
+}
+
+/// How long [`wait_until_discovered`] waits for discovery.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Waits until discovery lists, for every CustomResourceDefinition in
+/// `files` and every version it serves, the resource and (where the CRD
+/// has one) its `status` subresource.
+///
+/// A CRD is Established a moment before discovery lists it, one CRD at a
+/// time: a group version may already be listed with some of its resources
+/// missing. A client that decides from discovery (kubectl's RESTMapper,
+/// whether a kind has a status subresource) needs every one listed.
+pub async fn wait_until_discovered<P: AsRef<Path>>(
+    bed: &Testbed,
+    files: &[P],
+) -> Result<(), Error> {
+    let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in files {
+        let file = file.as_ref();
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
+        let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+            .map_err(|e| Error::InvalidArgument(format!("{}: not YAML: {e}", file.display())))?;
+        for crd in documents
+            .iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+        {
+            for (api_version, resource) in discovered_resources(crd) {
+                wanted.entry(api_version).or_default().push(resource);
+            }
+        }
+    }
+    let client = bed.client();
+    let deadline = Instant::now() + DISCOVERY_TIMEOUT;
+    for (api_version, resources) in &wanted {
+        loop {
+            let listed = client.list_api_group_resources(api_version).await;
+            let missing: Vec<&String> = match &listed {
+                Ok(list) => resources
+                    .iter()
+                    .filter(|name| !list.resources.iter().any(|r| &r.name == *name))
+                    .collect(),
+                Err(_) => resources.iter().collect(),
+            };
+            if missing.is_empty() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Timeout {
+                    what: format!("discovery to list {missing:?} in {api_version}"),
+                    waited: DISCOVERY_TIMEOUT,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The `(group/version, resource)` pairs discovery lists for a
+/// CustomResourceDefinition: its plural, and `<plural>/status` where the
+/// version has a status subresource, in every served version.
+fn discovered_resources(crd: &Value) -> Vec<(String, String)> {
+    let group = crd["spec"]["group"].as_str().unwrap_or_default();
+    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+    let mut resources = Vec::new();
+    for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+        if version["served"] != true {
+            continue;
+        }
+        let api_version = format!("{group}/{}", version["name"].as_str().unwrap_or_default());
+        resources.push((api_version.clone(), plural.to_owned()));
+        if version["subresources"].get("status").is_some() {
+            resources.push((api_version, format!("{plural}/status")));
+        }
+    }
+    resources
 }
 
 /// A free loopback port (bound, then freed).

@@ -1046,7 +1046,8 @@ impl Testbed {
     }
 
     /// Applies every CRD manifest in `dir` (`*.yaml`, `*.yml`, `*.json`)
-    /// and waits until each CRD is Established. Returns the CRDs' names.
+    /// as [`crate::deploy::install_crd_files`] does, and waits until each
+    /// CRD is Established and discovered. Returns the CRDs' names.
     pub async fn install_crds(&self, dir: &Path) -> Result<Vec<String>, Error> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?
@@ -1065,47 +1066,7 @@ impl Testbed {
                 path: dir.to_owned(),
             });
         }
-        let mut args: Vec<String> = [
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=kube-testbed",
-            "-o",
-            "name",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        for file in &files {
-            args.push("-f".to_owned());
-            args.push(file.display().to_string());
-        }
-        let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let applied = self.kubectl_output(&arg_refs, None).await?;
-        let names: Vec<String> = applied
-            .lines()
-            .map(str::trim)
-            .filter(|line| line.starts_with("customresourcedefinition"))
-            .map(str::to_owned)
-            .collect();
-        if names.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "{} holds no CustomResourceDefinition",
-                dir.display()
-            )));
-        }
-        let mut wait = vec![
-            "wait".to_owned(),
-            "--for=condition=Established".to_owned(),
-            format!("--timeout={}s", self.ready_timeout.as_secs().max(1)),
-        ];
-        wait.extend(names.iter().cloned());
-        let wait_refs: Vec<&str> = wait.iter().map(String::as_str).collect();
-        self.kubectl_output(&wait_refs, None).await?;
-        Ok(names
-            .iter()
-            .map(|name| name.rsplit('/').next().unwrap_or(name).to_owned())
-            .collect())
+        crate::deploy::install_crd_files(self, &files).await
     }
 
     /// Runs the bed's kubectl with the admin kubeconfig and `args`, with
