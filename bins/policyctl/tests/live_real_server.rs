@@ -251,6 +251,10 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
         .collect();
     let crd_dir = dir.join("crds");
     std::fs::create_dir_all(&crd_dir).map_err(|e| e.to_string())?;
+    // The API groups the CRDs define: objects of these are custom resources,
+    // loaded once their CRDs are in discovery, whatever discovery said
+    // while the CRDs were being created.
+    let mut crd_groups: BTreeSet<String> = BTreeSet::new();
     for (product, version) in [
         ("velero", &versions.velero),
         ("cluster-api", &versions.cluster_api),
@@ -271,6 +275,12 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
                 wanted.contains(&(group, plural))
             });
             if needed {
+                crd_groups.extend(
+                    documents
+                        .iter()
+                        .filter_map(|crd| crd["spec"]["group"].as_str())
+                        .map(str::to_owned),
+                );
                 let link = crd_dir.join(format!(
                     "{product}-{}",
                     path.file_name().unwrap().to_string_lossy()
@@ -305,7 +315,7 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
             return Err(format!("kubectl wait for the CRDs: {}", waited.stderr));
         }
         // Established comes a moment before discovery lists each resource.
-        kube_testbed::deploy::wait_until_discovered(&bed, &files)
+        bed.wait_until_discovered(&files)
             .await
             .map_err(|e| e.to_string())?;
         Ok(())
@@ -368,16 +378,16 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
         let served = served_resources(&client, &objects).await?;
         let built_in: Vec<Value> = objects
             .iter()
-            .filter(|o| is_served(&served, o))
+            .filter(|o| is_served(&served, o) && !crd_groups.contains(group_of(o)))
             .cloned()
             .collect();
         let (specs, statuses) = split_status(&built_in, &served);
         let specs = apply(&bed, &specs, false).await;
-        Ok::<_, String>((served, specs, statuses))
+        Ok::<_, String>((specs, statuses))
     };
     let (crds, built_in) = tokio::join!(install_crds, built_in);
     crds?;
-    let (built_in_served, specs, mut statuses) = built_in?;
+    let (specs, mut statuses) = built_in?;
     if specs.code != 0 {
         return Err(format!(
             "kubectl apply of the built-in kinds: {}",
@@ -387,7 +397,7 @@ async fn load(bed: Testbed, started_in: Duration) -> Result<Loaded, String> {
     let served = served_resources(&client, &objects).await?;
     let custom: Vec<Value> = objects
         .iter()
-        .filter(|o| !is_served(&built_in_served, o))
+        .filter(|o| crd_groups.contains(group_of(o)) || !is_served(&served, o))
         .cloned()
         .collect();
     let (custom_specs, custom_statuses) = split_status(&custom, &served);
@@ -470,6 +480,12 @@ async fn served_resources(
         resources.insert(api_version.to_owned(), served);
     }
     Ok(resources)
+}
+
+/// The API group of `object` (empty for the core group).
+fn group_of(object: &Value) -> &str {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    api_version.split_once('/').map_or("", |(group, _)| group)
 }
 
 /// Whether `served` has the apiVersion of `object`.
