@@ -2,8 +2,11 @@
 //! `Queued` and `ReadyToStart` phases and `status.queuePosition`, which
 //! only Velero 1.18's CRD accepts. Against an older CRD every write would
 //! be refused (422) or silently pruned, so the controller refuses to start
-//! instead, naming the Velero version it needs.
+//! instead, naming the Velero version it needs. The check is a
+//! [`controller_kit::precondition`]: a CRD that cannot be read keeps
+//! `/readyz` failing while it is read again.
 
+use controller_kit::precondition::Probe;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use serde_json::Value;
@@ -58,12 +61,16 @@ pub fn unreadable_message(error: &kube::Error) -> String {
     )
 }
 
-/// Reads the CRD: `Ok(Err(message))` when it is too old.
-pub async fn read(client: &kube::Client) -> Result<Result<(), String>, kube::Error> {
+/// Reads the CRD: met when it has the queue fields, unmet (naming the
+/// Velero version needed) when it is too old, unknown when it cannot be
+/// read.
+pub async fn probe(client: &kube::Client) -> Probe {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = api.get(BACKUP_CRD).await?;
-    Ok(match missing_queue_fields(&crd) {
-        Some(missing) => Err(too_old_message(&missing)),
-        None => Ok(()),
-    })
+    match api.get(BACKUP_CRD).await {
+        Ok(crd) => match missing_queue_fields(&crd) {
+            Some(missing) => Probe::Unmet(too_old_message(&missing)),
+            None => Probe::Met,
+        },
+        Err(error) => Probe::Unknown(unreadable_message(&error)),
+    }
 }

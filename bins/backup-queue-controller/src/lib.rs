@@ -39,6 +39,7 @@ pub mod pass;
 pub mod pickup;
 pub mod writes;
 
+use controller_kit::precondition::{self, Precondition};
 use controller_kit::runner::run_controller;
 use controller_kit::snapshot::{Runtime, Settings};
 use controller_kit::{Shutdown, ShutdownReason};
@@ -116,52 +117,26 @@ pub async fn run_with(
 
 /// The start-up check of the Backup CRD ([`crd_check`]): too old → the
 /// error that stops the controller (exit 1); unreadable → `/readyz` fails
-/// with the reason while a task keeps trying (every `retry`, doubling up to
-/// a minute) and, should the CRD turn out too old, stops the controller.
+/// with the reason while it is read again (every `retry`, doubling up to a
+/// minute) and, should the CRD turn out too old, the controller stops.
 async fn check_backup_crd(
     client: &kube::Client,
     readiness: &controller_kit::server::Readiness,
     shutdown: &Shutdown,
     retry: std::time::Duration,
 ) -> Result<(), Error> {
-    let error = match crd_check::read(client).await {
-        Ok(Ok(())) => return Ok(()),
-        Ok(Err(message)) => return Err(Error::VeleroTooOld(message)),
-        Err(error) => error,
+    let precondition = Precondition {
+        key: crd_check::READINESS_KEY,
+        retry,
+        max_retry: std::time::Duration::from_secs(60),
     };
-    let reason = crd_check::unreadable_message(&error);
-    tracing::warn!(%reason, "not ready");
-    readiness.block(crd_check::READINESS_KEY, reason);
-    let (client, readiness, shutdown) = (client.clone(), readiness.clone(), shutdown.clone());
-    tokio::spawn(async move {
-        let mut wait = retry;
-        loop {
-            tokio::select! {
-                () = shutdown.signalled() => return,
-                () = tokio::time::sleep(wait) => {}
-            }
-            match crd_check::read(&client).await {
-                Ok(Ok(())) => {
-                    readiness.unblock(crd_check::READINESS_KEY);
-                    tracing::info!("the Backup CRD has the queue fields");
-                    return;
-                }
-                Ok(Err(message)) => {
-                    tracing::error!(%message, "stopping");
-                    shutdown.trigger(ShutdownReason::Fatal(message));
-                    return;
-                }
-                Err(error) => {
-                    readiness.block(
-                        crd_check::READINESS_KEY,
-                        crd_check::unreadable_message(&error),
-                    );
-                    wait = (wait * 2).min(std::time::Duration::from_secs(60));
-                }
-            }
-        }
-    });
-    Ok(())
+    let client = client.clone();
+    precondition::require(precondition, readiness, shutdown, move || {
+        let client = client.clone();
+        async move { crd_check::probe(&client).await }
+    })
+    .await
+    .map_err(Error::VeleroTooOld)
 }
 
 /// Resolves `--status-subresource`: `auto` asks API discovery whether

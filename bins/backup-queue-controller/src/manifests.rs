@@ -3,7 +3,7 @@
 //! `deploy/backup-queue-controller/` are this output and a test keeps them
 //! in sync).
 
-use controller_kit::rbac::{ControllerManifest, ExtraRole, RbacVerb::*, Rule, Scope};
+use controller_manifests::{ControllerManifest, ExtraRole, RbacVerb::*, Rule, Scope};
 
 use crate::config::CONTROLLER_NAME;
 
@@ -59,7 +59,7 @@ pub fn render(
     scope: ManifestScope,
     namespace: &str,
     image: &str,
-) -> Result<String, controller_kit::Error> {
+) -> Result<String, controller_manifests::Error> {
     let mut manifest = ControllerManifest::new(CONTROLLER_NAME, namespace, image, &[]);
     manifest.args = vec![
         format!("--namespace={namespace}"),

@@ -204,9 +204,7 @@ async fn queues_starts_and_advances_backups_under_its_generated_rbac() {
         return;
     }
     let bed = kube_testbed::shared();
-    deploy::install_crd_files(bed, &[backup_crd(bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(bed)]).await.unwrap();
     let velero = velero_namespace(bed, "bqc-queue").await;
     let checker = velero.checker(2);
     let controller = velero
@@ -292,9 +290,7 @@ async fn dry_run_plans_and_writes_nothing() {
         return;
     }
     let bed = kube_testbed::shared();
-    deploy::install_crd_files(bed, &[backup_crd(bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(bed)]).await.unwrap();
     let velero = velero_namespace(bed, "bqc-dry").await;
     velero.create("b1", &["x"], "").await;
     velero.create("b2", &["x"], "New").await;
@@ -381,9 +377,7 @@ async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whol
         return;
     }
     let bed = kube_testbed::shared();
-    deploy::install_crd_files(bed, &[backup_crd(bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(bed)]).await.unwrap();
     let velero = velero_namespace(bed, "bqc-writer").await;
     design_scenario(&velero).await;
     let checker = velero.checker(2);
@@ -546,9 +540,7 @@ async fn keeps_the_queue_through_a_kube_apiserver_restart() {
     let audit = tempfile::tempdir().unwrap();
     let (args, audit_log) = deploy::audit_args(audit.path()).unwrap();
     let bed = start_bed(Testbed::builder().apiserver_args(args)).await;
-    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(&bed)]).await.unwrap();
     let velero = velero_namespace(&bed, "bqc-restart").await;
     velero.create("b1", &["a"], "").await;
     velero.create("b2", &["a"], "").await;
@@ -600,9 +592,7 @@ async fn relists_when_etcd_compaction_answers_its_rewatch_with_410_gone() {
     // Without the watch cache, watches are served by etcd, which refuses
     // a compacted revision.
     let bed = start_bed(Testbed::builder().watch_cache(false)).await;
-    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(&bed)]).await.unwrap();
     let velero = velero_namespace(&bed, "bqc-compact").await;
     velero.create("b1", &["a"], "").await;
     velero.create("b2", &["a"], "").await;
@@ -668,9 +658,7 @@ async fn its_namespace_deleted_under_it_finishes_deleting_and_it_steps_down() {
     // kube-controller-manager's namespace controller empties and removes
     // deleted namespaces.
     let bed = start_bed(Testbed::builder().with_controller_manager()).await;
-    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(&bed)]).await.unwrap();
     let velero = velero_namespace(&bed, "bqc-gone").await;
     velero.create("b1", &["a"], "").await;
     velero.create("b2", &["a"], "").await;
@@ -729,7 +717,7 @@ async fn refuses_velero_1_17_and_follows_the_crd_upgraded_to_1_18_while_running(
         return;
     }
     let bed = start_bed(Testbed::builder()).await;
-    deploy::install_crd_files(&bed, &[backup_crd_1_17(&bed)])
+    bed.install_crd_files(&[backup_crd_1_17(&bed)])
         .await
         .unwrap();
     let velero = velero_namespace(&bed, "bqc-upgrade").await;
@@ -752,9 +740,7 @@ async fn refuses_velero_1_17_and_follows_the_crd_upgraded_to_1_18_while_running(
     assert_eq!(velero.phases().await, expect(&[("b1", "New", 0)]));
 
     // Velero is upgraded: its 1.18 CRD; the controller starts.
-    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(&bed)]).await.unwrap();
     let controller = velero.launch(&bed).await.spawn().unwrap();
     until_phases(&velero, &controller, &[("b1", "ReadyToStart", 0)]).await;
     controller
@@ -766,7 +752,7 @@ async fn refuses_velero_1_17_and_follows_the_crd_upgraded_to_1_18_while_running(
 
     // Velero is rolled back to 1.17 behind the controller's back: the
     // next status write is refused (422), and /readyz says which field.
-    deploy::install_crd_files(&bed, &[backup_crd_1_17(&bed)])
+    bed.install_crd_files(&[backup_crd_1_17(&bed)])
         .await
         .unwrap();
     velero.set_phase("b1", "Completed").await;
@@ -793,9 +779,7 @@ async fn refuses_velero_1_17_and_follows_the_crd_upgraded_to_1_18_while_running(
     assert_eq!(velero.phases().await["b2"], ("New".to_owned(), 0));
 
     // Upgraded to 1.18 again while it runs: the retried writes go through.
-    deploy::install_crd_files(&bed, &[backup_crd(&bed)])
-        .await
-        .unwrap();
+    bed.install_crd_files(&[backup_crd(&bed)]).await.unwrap();
     until_phases(
         &velero,
         &controller,

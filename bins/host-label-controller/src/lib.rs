@@ -142,8 +142,9 @@ async fn label_nodes(
 /// client, also used for leader election) and labels the Nodes of every
 /// Cluster API Cluster's workload cluster, reached through the Cluster's
 /// `<name>-kubeconfig` Secret (key `value`) as Cluster API does. Clusters
-/// are tracked as they come and go; a Cluster whose Secret cannot be read
-/// yet is tried again every [`ALL_CLUSTERS_RECHECK`]. Each workload
+/// are tracked as they come and go (`controller_kit::fleet`); a Cluster
+/// whose Secret cannot be read yet, or whose loop ended, is tried again
+/// within [`ALL_CLUSTERS_RECHECK`], reading the Secret again. Each workload
 /// cluster gets its own labelling loop over its own Cluster's Machines,
 /// so Node names are matched only within their own cluster.
 pub async fn run_all_clusters(
@@ -166,41 +167,45 @@ pub async fn run_all_clusters(
 pub const ALL_CLUSTERS_RECHECK: Duration = Duration::from_secs(10);
 
 mod clusters {
-    use std::collections::{BTreeMap, BTreeSet};
-
     use capi_api::Cluster;
-    use futures::StreamExt;
+    use controller_kit::fleet::{self, Fleet, Member};
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::Api;
     use kube::runtime::watcher;
 
     use super::*;
 
-    type Key = (String, String);
-
     /// Builds the workload cluster's client from `<name>-kubeconfig`.
-    async fn workload_client(management: &kube::Client, key: &Key) -> Result<kube::Client, String> {
-        let secrets: Api<Secret> = Api::namespaced(management.clone(), &key.0);
-        let name = format!("{}-kubeconfig", key.1);
+    async fn workload_client(
+        management: &kube::Client,
+        cluster: &Member,
+    ) -> Result<kube::Client, String> {
+        let namespace = &cluster.namespace;
+        let secrets: Api<Secret> = Api::namespaced(management.clone(), namespace);
+        let name = format!("{}-kubeconfig", cluster.name);
         let secret = secrets
             .get(&name)
             .await
-            .map_err(|e| format!("cannot read Secret {}/{name}: {e}", key.0))?;
+            .map_err(|e| format!("cannot read Secret {namespace}/{name}: {e}"))?;
         let bytes = secret
             .data
             .as_ref()
             .and_then(|d| d.get("value"))
-            .ok_or_else(|| format!("Secret {}/{name} has no key \"value\"", key.0))?;
+            .ok_or_else(|| format!("Secret {namespace}/{name} has no key \"value\""))?;
         let text = String::from_utf8(bytes.0.clone())
-            .map_err(|_| format!("Secret {}/{name}: \"value\" is not UTF-8", key.0))?;
+            .map_err(|_| format!("Secret {namespace}/{name}: \"value\" is not UTF-8"))?;
         let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
-            .map_err(|e| format!("Secret {}/{name}: invalid kubeconfig: {e}", key.0))?;
+            .map_err(|e| format!("Secret {namespace}/{name}: invalid kubeconfig: {e}"))?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
-            .map_err(|e| format!("Secret {}/{name}: unusable kubeconfig: {e}", key.0))?;
-        kube::Client::try_from(config).map_err(|e| format!("Secret {}/{name}: {e}", key.0))
+            .map_err(|e| format!("Secret {namespace}/{name}: unusable kubeconfig: {e}"))?;
+        kube::Client::try_from(config).map_err(|e| format!("Secret {namespace}/{name}: {e}"))
     }
 
+    /// One labelling loop per Cluster, on controller-kit's fleet
+    /// supervisor: started once the Cluster's kubeconfig Secret gives a
+    /// client, stopped when the Cluster goes, started afresh (the Secret
+    /// read again) when it ends.
     pub(super) async fn supervise(
         management: kube::Client,
         config: Config,
@@ -208,92 +213,38 @@ mod clusters {
         readiness: controller_kit::server::Readiness,
         shutdown: Shutdown,
     ) -> Result<(), Error> {
-        let api: Api<Cluster> = Api::all(management.clone());
-        let mut events = watcher(api, watcher::Config::default()).boxed();
-        let mut known: BTreeSet<Key> = BTreeSet::new();
-        let mut listing: Option<BTreeSet<Key>> = None;
-        let mut running: BTreeMap<Key, (Shutdown, tokio::task::JoinHandle<()>)> = BTreeMap::new();
-        let mut recheck = tokio::time::interval(ALL_CLUSTERS_RECHECK);
-        let key = |c: &Cluster| {
-            (
-                c.metadata.namespace.clone().unwrap_or_default(),
-                c.metadata.name.clone().unwrap_or_default(),
-            )
+        let clusters = Fleet {
+            api: Api::<Cluster>::all(management.clone()),
+            config: watcher::Config::default(),
+            recheck: ALL_CLUSTERS_RECHECK,
         };
-        loop {
-            tokio::select! {
-                () = shutdown.signalled() => break,
-                _ = recheck.tick() => {}
-                event = events.next() => match event {
-                    Some(Ok(watcher::Event::Init)) => listing = Some(BTreeSet::new()),
-                    Some(Ok(watcher::Event::InitApply(c))) => {
-                        if let Some(l) = listing.as_mut() { l.insert(key(&c)); }
+        let start = |cluster: Member, stop: Shutdown| {
+            let (management, metrics, readiness) =
+                (management.clone(), metrics.clone(), readiness.clone());
+            let mut cluster_config = config.clone();
+            cluster_config.cluster = Some(ObjectName {
+                namespace: cluster.namespace.clone(),
+                name: cluster.name.clone(),
+            });
+            async move {
+                let workload = workload_client(&management, &cluster).await?;
+                Ok(async move {
+                    let labelled = label_nodes(
+                        workload,
+                        management,
+                        cluster_config,
+                        metrics,
+                        readiness,
+                        stop,
+                    );
+                    if let Err(error) = labelled.await {
+                        tracing::warn!(%cluster, %error, "the workload cluster's labelling stopped");
                     }
-                    Some(Ok(watcher::Event::InitDone)) => {
-                        if let Some(l) = listing.take() { known = l; }
-                        readiness.set_ready(true);
-                    }
-                    Some(Ok(watcher::Event::Apply(c))) => { known.insert(key(&c)); }
-                    Some(Ok(watcher::Event::Delete(c))) => { known.remove(&key(&c)); }
-                    Some(Err(error)) => {
-                        tracing::warn!(%error, "watching Clusters failed; retrying");
-                        continue;
-                    }
-                    None => return Err(Error::Runtime(controller_kit::Error::WatchEnded)),
-                },
+                })
             }
-            // Stop the loops of Clusters that are gone (or whose loop ended).
-            let stale: Vec<Key> = running
-                .iter()
-                .filter(|(k, (_, task))| !known.contains(*k) || task.is_finished())
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in stale {
-                if let Some((stop, task)) = running.remove(&k) {
-                    tracing::info!(cluster = %format!("{}/{}", k.0, k.1), "stopping the workload cluster's labelling");
-                    stop.trigger(ShutdownReason::Requested);
-                    let _ = task.await;
-                }
-            }
-            for k in known
-                .iter()
-                .filter(|k| !running.contains_key(*k))
-                .cloned()
-                .collect::<Vec<_>>()
-            {
-                let workload = match workload_client(&management, &k).await {
-                    Ok(c) => c,
-                    Err(reason) => {
-                        tracing::warn!(cluster = %format!("{}/{}", k.0, k.1), %reason, "cannot reach the workload cluster yet");
-                        continue;
-                    }
-                };
-                tracing::info!(cluster = %format!("{}/{}", k.0, k.1), "labelling the workload cluster's Nodes");
-                let mut cluster_config = config.clone();
-                cluster_config.cluster = Some(ObjectName {
-                    namespace: k.0.clone(),
-                    name: k.1.clone(),
-                });
-                let stop = Shutdown::new();
-                let (m, r, s, mgmt) = (
-                    metrics.clone(),
-                    readiness.clone(),
-                    stop.clone(),
-                    management.clone(),
-                );
-                let name = format!("{}/{}", k.0, k.1);
-                let task = tokio::spawn(async move {
-                    if let Err(error) = label_nodes(workload, mgmt, cluster_config, m, r, s).await {
-                        tracing::warn!(cluster = %name, %error, "the workload cluster's labelling stopped");
-                    }
-                });
-                running.insert(k, (stop, task));
-            }
-        }
-        for (_, (stop, task)) in running {
-            stop.trigger(ShutdownReason::Requested);
-            let _ = task.await;
-        }
-        Ok(())
+        };
+        fleet::supervise(clusters, &readiness, &shutdown, start)
+            .await
+            .map_err(Error::Runtime)
     }
 }

@@ -2,7 +2,7 @@
 //! generated from it (`host-label-controller manifests`; the file under
 //! `deploy/host-label-controller/` is this output and a test keeps it in sync).
 
-use controller_kit::rbac::{ControllerManifest, ExtraRole, RbacVerb::*, Rule, Scope};
+use controller_manifests::{ControllerManifest, ExtraRole, RbacVerb::*, Rule, Scope};
 
 use crate::config::{CONTROLLER_NAME, DEFAULT_STATUS_CONFIGMAP};
 
@@ -79,7 +79,7 @@ pub const NAMESPACE_RULES: &[Rule] = &[Rule::new(
 /// The manifests as one multi-document YAML string: ServiceAccount,
 /// ClusterRole and binding, leader-election Role and binding, the ConfigMap
 /// Role and binding, Deployment.
-pub fn render(namespace: &str, image: &str) -> Result<String, controller_kit::Error> {
+pub fn render(namespace: &str, image: &str) -> Result<String, controller_manifests::Error> {
     render_with(namespace, image, Features::default())
 }
 
@@ -88,7 +88,7 @@ pub fn render_with(
     namespace: &str,
     image: &str,
     features: Features,
-) -> Result<String, controller_kit::Error> {
+) -> Result<String, controller_manifests::Error> {
     let mut rules = if features.all_clusters {
         ALL_CLUSTERS_RULES.to_vec()
     } else {

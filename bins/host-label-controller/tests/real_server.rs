@@ -405,7 +405,7 @@ async fn labels_nodes_from_cluster_api_machines_and_follows_a_vmotion() {
         return;
     }
     let bed = kube_testbed::shared();
-    deploy::install_crd_files(bed, &capi_crds(bed, &["cluster.x-k8s.io_machines.yaml"]))
+    bed.install_crd_files(&capi_crds(bed, &["cluster.x-k8s.io_machines.yaml"]))
         .await
         .unwrap();
     let site = site(bed, "hlc-machines", Features::default()).await;
@@ -463,18 +463,16 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
         audited_bed(management_dir.path()),
         audited_bed(workload_dir.path())
     );
-    deploy::install_crd_files(
-        &management,
-        &capi_crds(
+    management
+        .install_crd_files(&capi_crds(
             &management,
             &[
                 "cluster.x-k8s.io_machines.yaml",
                 "cluster.x-k8s.io_clusters.yaml",
             ],
-        ),
-    )
-    .await
-    .unwrap();
+        ))
+        .await
+        .unwrap();
 
     // The management cluster: the controller deployed with
     // `--all-clusters`.

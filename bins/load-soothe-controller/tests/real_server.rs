@@ -70,9 +70,7 @@ struct Velero {
 }
 
 async fn velero_namespace(bed: &Testbed, prefix: &str, mode: GateMode, limit: i64) -> Velero {
-    deploy::install_crd_files(bed, &load_crds(bed))
-        .await
-        .unwrap();
+    bed.install_crd_files(&load_crds(bed)).await.unwrap();
     let namespace = bed.namespace(prefix).await.unwrap();
     let manifests = render(mode, &namespace, IMAGE, &["acme".to_owned()]).unwrap();
     let deployed = deploy::deploy_manifests(bed, &manifests, Some(&namespace))

@@ -71,17 +71,4 @@ pub enum Error {
     /// A watch stream ended, which kube's watcher never does on its own.
     #[error("a watch stream ended unexpectedly")]
     WatchEnded,
-    /// A flag value that would make the generated manifests invalid.
-    #[error("invalid {flag} {value:?}: {problem}")]
-    InvalidInput {
-        /// The flag, e.g. `--namespace`.
-        flag: &'static str,
-        /// The value given.
-        value: String,
-        /// What is wrong with it.
-        problem: String,
-    },
-    /// Manifests could not be serialised.
-    #[error("cannot render manifests as YAML: {0}")]
-    Yaml(String),
 }

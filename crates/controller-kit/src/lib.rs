@@ -28,11 +28,13 @@
 //! [`server::HealthServer`] (`/metrics`, `/healthz`, `/readyz`),
 //! [`leader::acquire_leadership`] (losing the Lease fires the [`Shutdown`]
 //! token with a non-zero exit code), [`events::EventPublisher`] (respects
-//! `--dry-run`), and [`rbac::ControllerManifest`] to generate the manifests
-//! from the binary's declared RBAC rules; [`runner::run_controller`] ties
+//! `--dry-run`); [`runner::run_controller`] ties
 //! the server, leader election and the work together, and
 //! [`snapshot::Runtime`] is the work of a controller that decides over a
 //! snapshot of everything it watches (index, pure pass, executor).
+//! [`precondition::require`] checks what the controller needs before it
+//! acts (and keeps checking while it cannot tell), and [`fleet::supervise`]
+//! runs one such loop per object of a watched kind.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -40,11 +42,11 @@ pub mod api_error;
 pub mod args;
 pub mod error;
 pub mod events;
+pub mod fleet;
 pub mod leader;
-pub mod manifest_inputs;
 pub mod metrics;
+pub mod precondition;
 pub mod process;
-pub mod rbac;
 pub mod runner;
 pub mod server;
 pub mod shutdown;

@@ -71,13 +71,23 @@ impl Exit {
 }
 
 impl From<crate::Error> for Exit {
-    /// Invalid flag values ([`crate::Error::InvalidInput`], invalid leader
-    /// election settings) are usage errors; the rest are failures.
+    /// Invalid leader election settings are usage errors; the rest are
+    /// failures.
     fn from(error: crate::Error) -> Self {
         match error {
-            crate::Error::InvalidInput { .. } | crate::Error::LeaderElectionSettings(_) => {
-                Self::usage(error)
-            }
+            crate::Error::LeaderElectionSettings(_) => Self::usage(error),
+            error => Self::failure(error),
+        }
+    }
+}
+
+impl From<controller_manifests::Error> for Exit {
+    /// Flag values the manifests cannot carry
+    /// ([`controller_manifests::Error::InvalidInput`]) are usage errors;
+    /// the rest are failures.
+    fn from(error: controller_manifests::Error) -> Self {
+        match error {
+            controller_manifests::Error::InvalidInput { .. } => Self::usage(error),
             error => Self::failure(error),
         }
     }

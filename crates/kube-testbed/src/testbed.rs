@@ -11,6 +11,7 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, PostParams};
 use kube::client::Body;
+use serde_json::Value;
 
 use crate::admission::{DISABLED_ADMISSION_PLUGINS, DISABLED_CONTROLLERS, flag_value};
 use crate::error::Error;
@@ -1045,8 +1046,118 @@ impl Testbed {
         self.kubectl_output(&args, None).await
     }
 
+    /// Applies the CustomResourceDefinitions in `files` and waits until each is
+    /// Established and discovery lists it ([`Testbed::wait_until_discovered`]); returns
+    /// their names.
+    pub async fn install_crd_files<P: AsRef<Path>>(
+        &self,
+        files: &[P],
+    ) -> Result<Vec<String>, Error> {
+        let mut args: Vec<String> = [
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=kube-testbed",
+            "-o",
+            "name",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        for file in files {
+            let file = file.as_ref();
+            if !file.is_file() {
+                return Err(Error::MissingFile {
+                    what: "a CRD manifest".to_owned(),
+                    path: file.to_owned(),
+                });
+            }
+            args.push("-f".to_owned());
+            args.push(file.display().to_string());
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let applied = self.kubectl_output(&refs, None).await?;
+        let names: Vec<String> = applied
+            .lines()
+            .map(str::trim)
+            .filter(|line| line.starts_with("customresourcedefinition"))
+            .map(str::to_owned)
+            .collect();
+        if names.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the files hold no CustomResourceDefinition".to_owned(),
+            ));
+        }
+        let mut wait = vec![
+            "wait".to_owned(),
+            "--for=condition=Established".to_owned(),
+            "--timeout=120s".to_owned(),
+        ];
+        wait.extend(names.iter().cloned());
+        let refs: Vec<&str> = wait.iter().map(String::as_str).collect();
+        self.kubectl_output(&refs, None).await?;
+        self.wait_until_discovered(files).await?;
+        Ok(names
+            .iter()
+            .map(|name| name.rsplit('/').next().unwrap_or(name).to_owned())
+            .collect())
+    }
+
+    /// Waits until discovery lists, for every CustomResourceDefinition in
+    /// `files` and every version it serves, the resource and (where the CRD
+    /// has one) its `status` subresource.
+    ///
+    /// A CRD is Established a moment before discovery lists it, one CRD at a
+    /// time: a group version may already be listed with some of its resources
+    /// missing. A client that decides from discovery (kubectl's RESTMapper,
+    /// whether a kind has a status subresource) needs every one listed.
+    pub async fn wait_until_discovered<P: AsRef<Path>>(&self, files: &[P]) -> Result<(), Error> {
+        let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for file in files {
+            let file = file.as_ref();
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
+            let documents: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| {
+                Error::InvalidArgument(format!("{}: not YAML: {e}", file.display()))
+            })?;
+            for crd in documents
+                .iter()
+                .filter(|d| d["kind"] == "CustomResourceDefinition")
+            {
+                for (api_version, resource) in discovered_resources(crd) {
+                    wanted.entry(api_version).or_default().push(resource);
+                }
+            }
+        }
+        let client = self.client();
+        let deadline = Instant::now() + DISCOVERY_TIMEOUT;
+        for (api_version, resources) in &wanted {
+            loop {
+                let listed = client.list_api_group_resources(api_version).await;
+                let missing: Vec<&String> = match &listed {
+                    Ok(list) => resources
+                        .iter()
+                        .filter(|name| !list.resources.iter().any(|r| &r.name == *name))
+                        .collect(),
+                    Err(_) => resources.iter().collect(),
+                };
+                if missing.is_empty() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::Timeout {
+                        what: format!("discovery to list {missing:?} in {api_version}"),
+                        waited: DISCOVERY_TIMEOUT,
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Applies every CRD manifest in `dir` (`*.yaml`, `*.yml`, `*.json`)
-    /// as [`crate::deploy::install_crd_files`] does, and waits until each
+    /// as [`Testbed::install_crd_files`] does, and waits until each
     /// CRD is Established and discovered. Returns the CRDs' names.
     pub async fn install_crds(&self, dir: &Path) -> Result<Vec<String>, Error> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -1066,7 +1177,7 @@ impl Testbed {
                 path: dir.to_owned(),
             });
         }
-        crate::deploy::install_crd_files(self, &files).await
+        self.install_crd_files(&files).await
     }
 
     /// Runs the bed's kubectl with the admin kubeconfig and `args`, with
@@ -1352,4 +1463,27 @@ where
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// How long [`Testbed::wait_until_discovered`] waits for discovery.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The `(group/version, resource)` pairs discovery lists for a
+/// CustomResourceDefinition: its plural, and `<plural>/status` where the
+/// version has a status subresource, in every served version.
+fn discovered_resources(crd: &Value) -> Vec<(String, String)> {
+    let group = crd["spec"]["group"].as_str().unwrap_or_default();
+    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+    let mut resources = Vec::new();
+    for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+        if version["served"] != true {
+            continue;
+        }
+        let api_version = format!("{group}/{}", version["name"].as_str().unwrap_or_default());
+        resources.push((api_version.clone(), plural.to_owned()));
+        if version["subresources"].get("status").is_some() {
+            resources.push((api_version, format!("{plural}/status")));
+        }
+    }
+    resources
 }

@@ -16,7 +16,6 @@
 use anyhow::Context as _;
 use kube::api::{Api, DynamicObject};
 use kube_testbed::Testbed;
-use kube_testbed::deploy;
 use serde_json::json;
 
 use super::{EventKind, Mirror, Reaction, Target, Workload};
@@ -113,7 +112,7 @@ impl Workload for BackupQueue {
             .layout()
             .crds("velero", &bed.versions().velero)?
             .join("velero.io_backups.yaml");
-        deploy::install_crd_files(bed, &[crds]).await?;
+        bed.install_crd_files(&[crds]).await?;
         let client = bed.client();
         super::ensure_namespace(&client, NAMESPACE).await?;
         for t in 0..TEAMS {

@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use anyhow::Context as _;
 use kube::api::{Api, DynamicObject};
 use kube_testbed::Testbed;
-use kube_testbed::deploy;
 use serde_json::json;
 
 use super::{EventKind, Mirror, Target, Workload};
@@ -93,7 +92,7 @@ impl Workload for HostLabel {
             .layout()
             .crds("cluster-api", &bed.versions().cluster_api)?
             .join("cluster.x-k8s.io_machines.yaml");
-        deploy::install_crd_files(bed, &[crd]).await?;
+        bed.install_crd_files(&[crd]).await?;
         let client = bed.client();
         super::ensure_namespace(&client, MACHINES_NAMESPACE).await?;
         super::ensure_namespace(&client, CONTROLLER_NAMESPACE).await?;

@@ -15,7 +15,6 @@
 use anyhow::Context as _;
 use kube::api::{Api, DynamicObject};
 use kube_testbed::Testbed;
-use kube_testbed::deploy;
 use serde_json::json;
 
 use super::{EventKind, Mirror, Reaction, Target, Workload};
@@ -143,7 +142,7 @@ impl Workload for LoadSoothe {
     async fn setup(&mut self, bed: &Testbed) -> anyhow::Result<()> {
         let dir = bed.layout().crds("velero", &bed.versions().velero)?;
         let files: Vec<_> = LOAD_CRDS.iter().map(|file| dir.join(file)).collect();
-        deploy::install_crd_files(bed, &files).await?;
+        bed.install_crd_files(&files).await?;
         let client = bed.client();
         super::ensure_namespace(&client, NAMESPACE).await?;
         let nodes = super::dynamic_api(&client, ("", "v1", "Node", "nodes"), None);

@@ -1,34 +1,10 @@
-//! Least-privilege RBAC declared once per binary, and the manifests
-//! generated from it: ServiceAccount, Role or ClusterRole with its binding,
-//! the leader-election Role, and the workload ([`Workload::Deployment`] or
-//! one pod per node as a [`Workload::DaemonSet`]).
-//!
-//! ```
-//! use controller_kit::rbac::{ControllerManifest, RbacVerb::*, Rule, Scope};
-//! const RULES: &[Rule] = &[
-//!     Rule::new("velero.io", &["backups"], &[Get, List, Watch, Patch]),
-//!     Rule::new("", &["namespaces"], &[Get, List, Watch]),
-//! ];
-//! let m = ControllerManifest::new("backup-queue-controller", "velero", "example/bqc:1", RULES);
-//! assert!(m.role_rules().len() >= 2);
-//! ```
-//!
-//! Output is deterministic: rules with the same API group, verbs and
-//! resource names are merged, resources, resource names and rules are
-//! sorted, verbs follow the order of [`RbacVerb`].
-//!
-//! A rule can be restricted to objects by name with [`Rule::named`]
-//! (`resourceNames`). Kubernetes RBAC limits what that achieves:
-//! - `create` (and `deletecollection`) can never be restricted by name: the
-//!   name of a new object is not known when the request is authorized, so a
-//!   rule with `create` and `resourceNames` never allows a create. Declare
-//!   `create` in a separate, unnamed rule.
-//! - `list` and `watch` restricted by name are allowed only for requests
-//!   carrying a `metadata.name=<name>` field selector (single-object
-//!   watches, as `kube::runtime::watcher` does with `Config::fields`); a
-//!   plain namespace-wide list or watch needs an unnamed rule.
+//! A controller's manifests generated from its declared [`Rule`]s:
+//! ServiceAccount, Role or ClusterRole with its binding, the
+//! leader-election Role, further roles ([`ExtraRole`]) and the workload
+//! ([`Workload::Deployment`] or one pod per node as a
+//! [`Workload::DaemonSet`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, DeploymentSpec,
@@ -47,101 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::error::Error;
-
-/// An RBAC verb.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RbacVerb {
-    /// `get`
-    Get,
-    /// `list`
-    List,
-    /// `watch`
-    Watch,
-    /// `create`
-    Create,
-    /// `update`
-    Update,
-    /// `patch`
-    Patch,
-    /// `delete`
-    Delete,
-    /// `deletecollection`
-    DeleteCollection,
-}
-
-impl RbacVerb {
-    /// The verb as written in RBAC rules.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Get => "get",
-            Self::List => "list",
-            Self::Watch => "watch",
-            Self::Create => "create",
-            Self::Update => "update",
-            Self::Patch => "patch",
-            Self::Delete => "delete",
-            Self::DeleteCollection => "deletecollection",
-        }
-    }
-}
-
-/// One declared permission: verbs on resources of an API group (`""` = core),
-/// optionally only on objects with given names (see the module docs for
-/// what `resourceNames` cannot restrict). Subresources are written
-/// `backups/status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rule {
-    /// API group (`""` for core).
-    pub api_group: &'static str,
-    /// Resources (plural names, optionally `/subresource`).
-    pub resources: &'static [&'static str],
-    /// Allowed verbs.
-    pub verbs: &'static [RbacVerb],
-    /// Object names the rule is restricted to (`resourceNames`); empty: all
-    /// objects.
-    pub resource_names: &'static [&'static str],
-}
-
-impl Rule {
-    /// Declares a rule (usable in `const` lists).
-    pub const fn new(
-        api_group: &'static str,
-        resources: &'static [&'static str],
-        verbs: &'static [RbacVerb],
-    ) -> Self {
-        Self {
-            api_group,
-            resources,
-            verbs,
-            resource_names: &[],
-        }
-    }
-
-    /// Restricts the rule to the objects with these names (`resourceNames`).
-    /// Do not combine with `create` or `deletecollection`, which Kubernetes
-    /// never authorizes by name; `list`/`watch` then need a `metadata.name`
-    /// field selector (see the module docs).
-    pub const fn named(self, names: &'static [&'static str]) -> Self {
-        Self {
-            resource_names: names,
-            ..self
-        }
-    }
-}
-
-/// Events published by `events::Recorder` (`events.k8s.io`: create, patch).
-pub const EVENTS_RULE: Rule = Rule::new(
-    "events.k8s.io",
-    &["events"],
-    &[RbacVerb::Create, RbacVerb::Patch],
-);
-
-/// The Lease verbs kube-lease-manager needs (get, create, patch).
-pub const LEASE_RULE: Rule = Rule::new(
-    "coordination.k8s.io",
-    &["leases"],
-    &[RbacVerb::Get, RbacVerb::Create, RbacVerb::Patch],
-);
+use crate::rules::{EVENTS_RULE, LEASE_RULE, Rule, normalize};
 
 /// Where the controller's permissions apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,46 +113,6 @@ fn meta(name: &str, namespace: Option<&str>, app: &str) -> ObjectMeta {
 
 /// One serialised manifest.
 type Yaml = Result<String, serde_saphyr::ser_error::Error>;
-
-/// Rules merged by (API group, verbs, resource names).
-type MergeKey<'a> = (&'a str, BTreeSet<RbacVerb>, BTreeSet<&'a str>);
-
-/// Merges and sorts rules (see the module docs). Rules are merged only when
-/// API group, verbs and resource names are all equal, so merging never
-/// widens a name restriction.
-pub fn normalize(rules: &[Rule]) -> Vec<PolicyRule> {
-    let mut merged: BTreeMap<MergeKey<'_>, BTreeSet<&str>> = BTreeMap::new();
-    for r in rules {
-        let verbs: BTreeSet<RbacVerb> = r.verbs.iter().copied().collect();
-        let names: BTreeSet<&str> = r.resource_names.iter().copied().collect();
-        merged
-            .entry((r.api_group, verbs, names))
-            .or_default()
-            .extend(r.resources.iter().copied());
-    }
-    let mut out: Vec<PolicyRule> = merged
-        .into_iter()
-        .map(|((group, verbs, names), resources)| PolicyRule {
-            api_groups: Some(vec![group.to_owned()]),
-            resources: Some(resources.into_iter().map(str::to_owned).collect()),
-            verbs: verbs.into_iter().map(|v| v.as_str().to_owned()).collect(),
-            resource_names: (!names.is_empty())
-                .then(|| names.into_iter().map(str::to_owned).collect()),
-            ..PolicyRule::default()
-        })
-        .collect();
-    // Unnamed rules (`None`) sort before named ones with the same group,
-    // resources and verbs.
-    out.sort_by(|a, b| {
-        (&a.api_groups, &a.resources, &a.verbs, &a.resource_names).cmp(&(
-            &b.api_groups,
-            &b.resources,
-            &b.verbs,
-            &b.resource_names,
-        ))
-    });
-    out
-}
 
 impl ControllerManifest {
     /// Defaults: cluster scope, leader election with a 2-replica Deployment,
@@ -495,11 +337,11 @@ impl ControllerManifest {
     /// Role and RoleBinding (if enabled), the [`ControllerManifest::extra_roles`]
     /// with their bindings, Deployment or DaemonSet. Refuses
     /// a namespace that is not an RFC 1123 label or an image that is not a
-    /// valid reference ([`crate::manifest_inputs`]), naming `--namespace` or
+    /// valid reference ([`crate::inputs`]), naming `--namespace` or
     /// `--image`.
     pub fn to_yaml(&self) -> Result<String, Error> {
-        crate::manifest_inputs::validate_namespace("--namespace", &self.namespace)?;
-        crate::manifest_inputs::validate_image("--image", &self.image)?;
+        crate::inputs::validate_namespace("--namespace", &self.namespace)?;
+        crate::inputs::validate_image("--image", &self.image)?;
         let ns = Some(self.namespace.as_str());
         let mut docs: Vec<String> = Vec::new();
         let mut push = |v: Yaml| -> Result<(), Error> {
@@ -542,63 +384,8 @@ impl ControllerManifest {
 
 #[cfg(test)]
 mod tests {
-    use super::RbacVerb::*;
     use super::*;
-
-    #[test]
-    fn normalize_merges_same_group_and_verbs_and_sorts() {
-        let rules = [
-            Rule::new("velero.io", &["backups"], &[Watch, Get, List]),
-            Rule::new("", &["namespaces"], &[Get, List, Watch]),
-            Rule::new(
-                "velero.io",
-                &["podvolumebackups", "backups"],
-                &[List, Get, Watch],
-            ),
-            Rule::new("velero.io", &["backups"], &[Patch]),
-        ];
-        let out = normalize(&rules);
-        let flat: Vec<(String, Vec<String>, Vec<String>)> = out
-            .into_iter()
-            .map(|r| {
-                (
-                    r.api_groups.unwrap().join(","),
-                    r.resources.unwrap(),
-                    r.verbs,
-                )
-            })
-            .collect();
-        assert_eq!(
-            flat,
-            vec![
-                (
-                    "".into(),
-                    vec!["namespaces".into()],
-                    vec!["get".into(), "list".into(), "watch".into()]
-                ),
-                (
-                    "velero.io".into(),
-                    vec!["backups".into()],
-                    vec!["patch".into()]
-                ),
-                (
-                    "velero.io".into(),
-                    vec!["backups".into(), "podvolumebackups".into()],
-                    vec!["get".into(), "list".into(), "watch".into()]
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn rule_order_does_not_change_the_output() {
-        let a = [
-            Rule::new("a", &["x"], &[Get]),
-            Rule::new("b", &["y"], &[List]),
-        ];
-        let b = [a[1], a[0]];
-        assert_eq!(normalize(&a), normalize(&b));
-    }
+    use crate::rules::RbacVerb::*;
 
     #[test]
     fn extra_roles_come_with_their_bindings_before_the_workload() {
@@ -651,39 +438,5 @@ mod tests {
         let namespaces = yaml.split("---\n").nth(5).unwrap();
         assert!(namespaces.contains("- namespaces\n"), "{namespaces}");
         assert!(!namespaces.contains("events"), "{namespaces}");
-    }
-
-    #[test]
-    fn rules_with_different_resource_names_are_never_merged() {
-        let rules = [
-            Rule::new("", &["configmaps"], &[Get, Patch]).named(&["ledger"]),
-            Rule::new("", &["configmaps"], &[Get, Patch]),
-            Rule::new("", &["secrets"], &[Get, Patch]).named(&["ledger"]),
-            Rule::new("", &["configmaps"], &[Get, Patch]).named(&["b", "a"]),
-        ];
-        let flat: Vec<(Vec<String>, Option<Vec<String>>)> = normalize(&rules)
-            .into_iter()
-            .map(|r| (r.resources.unwrap(), r.resource_names))
-            .collect();
-        assert_eq!(
-            flat,
-            vec![
-                (vec!["configmaps".into()], None),
-                (
-                    vec!["configmaps".into()],
-                    Some(vec!["a".into(), "b".into()])
-                ),
-                (
-                    vec!["configmaps".into(), "secrets".into()],
-                    Some(vec!["ledger".into()])
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn unnamed_rules_emit_no_resource_names() {
-        let out = normalize(&[Rule::new("", &["configmaps"], &[Create])]);
-        assert_eq!(out[0].resource_names, None);
     }
 }
