@@ -311,8 +311,6 @@ pub struct Completeness {
     pub inputs: BTreeMap<Kind, Status>,
     /// Each answer that depends on a missing kind, with those kinds.
     pub incomplete: Vec<(Answer, Vec<Kind>)>,
-    /// How each kind that could not be listed was named (live mode).
-    what: BTreeMap<Kind, String>,
 }
 
 impl Completeness {
@@ -343,17 +341,7 @@ impl Completeness {
                 (!missing.is_empty()).then_some((answer, missing))
             })
             .collect();
-        let what = inventory
-            .reading
-            .unread
-            .iter()
-            .map(|(kind, unread)| (*kind, unread.what.clone()))
-            .collect();
-        Some(Self {
-            inputs,
-            incomplete,
-            what,
-        })
+        Some(Self { inputs, incomplete })
     }
 
     /// Whether every answer had all it depends on.
@@ -379,13 +367,6 @@ impl Completeness {
             .map(|(label, kinds)| format!("{label}: {}", names(kinds).join(", ")))
             .collect::<Vec<_>>()
             .join("; ")
-    }
-
-    fn name(&self, kind: Kind) -> String {
-        self.what
-            .get(&kind)
-            .cloned()
-            .unwrap_or_else(|| kind.resource().display_name())
     }
 
     /// The `-o json` fields: `inputs` (kind → status name), `complete`,
