@@ -86,6 +86,12 @@ pub struct GlobalArgs {
     )]
     pub config_map: Option<ConfigMapRef>,
 
+    /// Accept an answer built without a kind it depends on (one the user
+    /// may not list, or whose listing failed): exit 0 instead of 3. The
+    /// output states what is missing either way.
+    #[arg(long, global = true, env = "POLICYCTL_ALLOW_PARTIAL")]
+    pub allow_partial: bool,
+
     /// Live mode: read the objects from a cluster instead (see
     /// [`crate::live`]).
     #[command(flatten)]
@@ -158,6 +164,19 @@ pub struct LiveArgs {
         value_name = "N"
     )]
     pub chunk_size: u32,
+
+    /// Live mode: how long to wait for each request to the server
+    /// (connecting, TLS, the response headers and the whole body of each
+    /// page) before giving up, as kubectl's --request-timeout: `30s`, `1m`,
+    /// `1h30m`, a bare number of seconds, or `0` for no limit.
+    #[arg(
+        long,
+        global = true,
+        env = "POLICYCTL_REQUEST_TIMEOUT",
+        default_value = crate::live::timeout::DEFAULT_REQUEST_TIMEOUT,
+        value_name = "DURATION"
+    )]
+    pub request_timeout: crate::live::timeout::RequestTimeout,
 
     /// Set by `main` when the binary runs as the `kubectl-policy` plugin:
     /// live mode is then the default.

@@ -7,7 +7,9 @@
 //!
 //! Exit codes: 0 success; 1 invalid input or a policy error; 2 usage error
 //! (clap reports most of those before [`run`] is called; [`run`] reports the
-//! combinations clap cannot express, such as `hosts` in live mode).
+//! combinations clap cannot express, such as `hosts` in live mode); 3 an
+//! answer built without a kind it depends on (forbidden or failed in live
+//! mode), unless `--allow-partial` ([`completeness`]).
 //!
 //! Input comes from `-f` files, the bundled example cluster, or in live
 //! mode (`--kubeconfig`, `--context`, `--live`) from a cluster, read-only
@@ -18,6 +20,7 @@
 pub mod bundled;
 mod cli;
 pub mod commands;
+pub mod completeness;
 mod error;
 pub mod input;
 pub mod live;
@@ -50,6 +53,9 @@ pub enum Exit {
     Failure,
     /// 2: usage error.
     Usage,
+    /// 3: the answer (or the error) depends on a kind that could not be
+    /// read; the output says which (not with `--allow-partial`).
+    Incomplete,
 }
 
 impl Exit {
@@ -59,6 +65,7 @@ impl Exit {
             Self::Success => 0,
             Self::Failure => 1,
             Self::Usage => 2,
+            Self::Incomplete => 3,
         }
     }
 }
@@ -75,14 +82,49 @@ impl From<Exit> for std::process::ExitCode {
 pub fn run(cli: Cli, stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Exit {
     match try_run(&cli, stdin, stdout, stderr) {
         Ok(exit) => exit,
-        Err(CommandError::Usage(message)) => {
+        Err(Failed::Incomplete { error, missing }) => {
+            let _ = writeln!(
+                stderr,
+                "error: {error} (the input is incomplete: {missing})"
+            );
+            if cli.global.allow_partial {
+                Exit::Failure
+            } else {
+                Exit::Incomplete
+            }
+        }
+        Err(Failed::Error(error)) => report_error(error, stderr),
+    }
+}
+
+/// Why a run ended without an answer.
+enum Failed {
+    /// An error.
+    Error(CommandError),
+    /// An error of a command whose input lacks kinds it depends on, which
+    /// may be the cause.
+    Incomplete {
+        error: CommandError,
+        missing: String,
+    },
+}
+
+impl From<CommandError> for Failed {
+    fn from(error: CommandError) -> Self {
+        Self::Error(error)
+    }
+}
+
+fn report_error(error: CommandError, stderr: &mut dyn Write) -> Exit {
+    match error {
+        CommandError::Usage(message) => {
             let _ = writeln!(
                 stderr,
                 "error: {message}\n\nFor more information, try '--help'."
             );
             Exit::Usage
         }
-        Err(error) => {
+        error => {
             // If standard error is gone there is nowhere left to report to.
             let _ = writeln!(stderr, "error: {error}");
             Exit::Failure
@@ -95,7 +137,7 @@ fn try_run(
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
-) -> Result<Exit, CommandError> {
+) -> Result<Exit, Failed> {
     if let Command::HostLabels(HostLabelsArgs {
         action: Some(HostLabelsAction::Sanitize { value }),
         ..
@@ -118,7 +160,27 @@ fn try_run(
         live::check_file_mode(&cli.global)?;
         load_input(&cli.global, stdin, stderr)?
     };
-    let result = commands::execute(&cli.command, &cli.global, &inventory, stderr)?;
+    let completeness = completeness::Completeness::of(&cli.command, &cli.global, &inventory);
+    let mut result = match commands::execute(&cli.command, &cli.global, &inventory, stderr) {
+        Ok(result) => result,
+        Err(error @ CommandError::Usage(_)) => return Err(error.into()),
+        Err(error) => {
+            return Err(match completeness.filter(|c| !c.is_complete()) {
+                Some(completeness) => Failed::Incomplete {
+                    error,
+                    missing: completeness.missing_summary(),
+                },
+                None => Failed::Error(error),
+            });
+        }
+    };
+    let allow_partial = cli.global.allow_partial;
+    if let Some(completeness) = &completeness {
+        completeness.annotate(&mut result.output, allow_partial);
+        if !completeness.is_complete() && !allow_partial && result.exit == Exit::Success {
+            result.exit = Exit::Incomplete;
+        }
+    }
     output::write(cli.global.output, &result.output, stdout).map_err(CommandError::Output)?;
     Ok(result.exit)
 }

@@ -205,19 +205,38 @@ async fn from_file(file: &Path, args: &[&str]) -> Run {
     policyctl(&all).await
 }
 
-/// Byte equality of the outputs and equal exit codes, reporting the first
-/// line that differs.
+/// The output without its statement of how each kind was read: the one
+/// part where live mode and `-f` legitimately differ (a kind with no
+/// objects is `empty` when listed, `not in input` in a file; a kind the
+/// server does not serve is `not served`).
+fn without_inputs(stdout: &str) -> String {
+    match serde_json::from_str::<Value>(stdout) {
+        Ok(Value::Object(mut document)) => {
+            for key in ["inputs", "complete", "incomplete"] {
+                document.remove(key);
+            }
+            serde_json::to_string_pretty(&document).unwrap()
+        }
+        _ => match stdout.find("\nInputs not read with objects:\n") {
+            Some(start) => stdout[..start + 1].to_owned(),
+            None => stdout.to_owned(),
+        },
+    }
+}
+
+/// Byte equality of the outputs (but for [`without_inputs`]) and equal
+/// exit codes, reporting the first line that differs.
 fn assert_same(live: &Run, files: &Run, args: &[&str]) {
     assert_eq!(
         live.code, files.code,
         "exit codes differ for {args:?}: live {}, -f {}",
         live.stderr, files.stderr
     );
-    if live.stdout != files.stdout {
-        let (number, (l, f)) = live
-            .stdout
+    let (live_stdout, files_stdout) = (without_inputs(&live.stdout), without_inputs(&files.stdout));
+    if live_stdout != files_stdout {
+        let (number, (l, f)) = live_stdout
             .lines()
-            .zip(files.stdout.lines())
+            .zip(files_stdout.lines())
             .enumerate()
             .find(|(_, (l, f))| l != f)
             .unwrap_or((0, ("<length>", "<length>")));
@@ -418,8 +437,16 @@ async fn generated_rbac_suffices_and_a_forbidden_kind_is_a_note() {
     let server = Loopback::start(cluster.fake.clone(), Some(("tools", "policyctl")))
         .await
         .unwrap();
-    let soothe = live(&server, &["soothe", "-o", "json"]).await;
+    // The answer depends on DataUploads: exit 3, unless --allow-partial.
+    let partial = live(&server, &["soothe", "-o", "json"]).await;
+    assert_eq!(partial.code, 3, "{}", partial.stderr);
+    let stated: Value = serde_json::from_str(&partial.stdout).unwrap();
+    assert_eq!(stated["inputs"]["DataUpload"], "forbidden", "{stated}");
+    assert_eq!(stated["complete"], false);
+    assert_eq!(stated["incomplete"], json!({"soothe": ["DataUpload"]}));
+    let soothe = live(&server, &["soothe", "--allow-partial", "-o", "json"]).await;
     assert_eq!(soothe.code, 0, "{}", soothe.stderr);
+    assert_eq!(soothe.stdout, partial.stdout);
     assert!(
         soothe.stderr.contains(
             "note: cannot list velero.io/v2alpha1 DataUpload in namespace velero: forbidden (403)"
@@ -430,7 +457,7 @@ async fn generated_rbac_suffices_and_a_forbidden_kind_is_a_note() {
     assert!(soothe.stderr.contains("going on without them"));
     assert_eq!(
         cluster.fake.denied().len(),
-        1,
+        2,
         "{:?}",
         cluster.fake.denied()
     );
@@ -672,4 +699,277 @@ async fn documented_roles_are_the_generated_ones() {
     let generated = policyctl(&["rbac", "-o", "json"]).await;
     let generated: Value = serde_json::from_str(&generated.stdout).unwrap();
     assert_eq!(Value::Array(documented), generated["items"]);
+}
+
+/// `policyctl rbac`'s roles for `tools/policyctl`, with `edit` applied to
+/// the list of its objects, as the YAML documents the stand-in enforces.
+async fn rbac_without(edit: impl Fn(&mut Vec<Value>)) -> String {
+    let rbac = policyctl(&["rbac", "--service-account", "tools/policyctl", "-o", "json"]).await;
+    assert_eq!(rbac.code, 0, "{}", rbac.stderr);
+    let mut list: Value = serde_json::from_str(&rbac.stdout).unwrap();
+    let items = list["items"].as_array_mut().unwrap();
+    edit(items);
+    items
+        .iter()
+        .map(|item| format!("---\n{}\n", serde_json::to_string(item).unwrap()))
+        .collect()
+}
+
+/// A user who may list nothing gets no clean bill of health: every kind is
+/// stated forbidden, the ConfigMap is never said to be absent, the report
+/// says so first on standard output and in JSON, and exits 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_who_may_list_nothing_gets_an_incomplete_report_and_exit_3() {
+    // The roles, but no binding: the ServiceAccount may list nothing.
+    let roles = rbac_without(|items| {
+        items.retain(|item| !item["kind"].as_str().unwrap().ends_with("Binding"))
+    })
+    .await;
+    let cluster = Cluster::example(&[]);
+    cluster.fake.enforce_rbac(&roles).unwrap();
+    let server = Loopback::start(cluster.fake.clone(), Some(("tools", "policyctl")))
+        .await
+        .unwrap();
+
+    let table = live(&server, &["report"]).await;
+    assert_eq!(table.code, 3, "{}", table.stderr);
+    for text in [&table.stdout, &table.stderr] {
+        assert!(!text.contains("no ConfigMap named"), "{text}");
+        assert!(!text.contains("Configuration: Velero's defaults"), "{text}");
+    }
+    assert!(table.stdout.starts_with("INCOMPLETE: "), "{}", table.stdout);
+    assert!(
+        table
+            .stderr
+            .contains("note: cannot tell whether ConfigMap node-agent-config exists: v1 ConfigMap in namespace velero could not be listed (forbidden)"),
+        "{}",
+        table.stderr
+    );
+    insta::assert_snapshot!("live_report_with_no_read_access", table.stdout);
+
+    let json = live(&server, &["report", "-o", "json"]).await;
+    assert_eq!(json.code, 3, "{}", json.stderr);
+    let document: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(document["complete"], false);
+    let inputs = document["inputs"].as_object().unwrap();
+    assert_eq!(inputs.len(), Kind::ALL.len());
+    assert!(
+        inputs.values().all(|status| status == "forbidden"),
+        "{inputs:?}"
+    );
+    let incomplete = document["incomplete"].as_object().unwrap();
+    for section in [
+        "config",
+        "concurrency",
+        "queue",
+        "hostLabels",
+        "clusterModules",
+    ] {
+        assert!(
+            incomplete.contains_key(section),
+            "{section}: {incomplete:?}"
+        );
+    }
+
+    // --allow-partial: the same statement, exit 0.
+    let partial = live(&server, &["--allow-partial", "report", "-o", "json"]).await;
+    assert_eq!(partial.code, 0, "{}", partial.stderr);
+    assert_eq!(partial.stdout, json.stdout);
+
+    // A command that needs a missing kind to find its object: the error
+    // says the input is incomplete, exit 3.
+    let schedule = live(&server, &["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"]).await;
+    assert_eq!(schedule.code, 3, "{}", schedule.stderr);
+    assert!(
+        schedule
+            .stderr
+            .ends_with("(the input is incomplete: forbidden (403): CSINode, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicaSet, ReplicationController, Service, StatefulSet, StorageClass)\n"),
+        "{}",
+        schedule.stderr
+    );
+    // --config-map names one that cannot be looked for.
+    let named = live(
+        &server,
+        &[
+            "--config-map",
+            "velero/node-agent-config",
+            "config",
+            "check",
+        ],
+    )
+    .await;
+    assert_eq!(named.code, 3, "{}", named.stderr);
+    assert!(
+        named.stderr.contains("cannot tell whether it exists"),
+        "{}",
+        named.stderr
+    );
+    cluster.assert_read_only();
+}
+
+/// Only the Velero kinds forbidden: the sections that read them say so,
+/// the others do not, and the run exits 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_velero_kinds_mark_the_sections_that_need_them() {
+    let roles = rbac_without(|items| {
+        for item in items.iter_mut() {
+            if let Some(rules) = item["rules"].as_array_mut() {
+                rules.retain(|rule| rule["apiGroups"] != json!(["velero.io"]));
+            }
+        }
+    })
+    .await;
+    let cluster = Cluster::example(&[]);
+    cluster.fake.enforce_rbac(&roles).unwrap();
+    let server = Loopback::start(cluster.fake.clone(), Some(("tools", "policyctl")))
+        .await
+        .unwrap();
+    let json = live(&server, &["report", "-o", "json"]).await;
+    assert_eq!(json.code, 3, "{}", json.stderr);
+    let document: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        document["incomplete"],
+        json!({
+            "dataMovers": ["DataDownload", "DataUpload"],
+            "queue": ["Backup"],
+            "soothe": ["DataDownload", "DataUpload", "PodVolumeBackup", "PodVolumeRestore"],
+        })
+    );
+    assert_eq!(document["inputs"]["Backup"], "forbidden");
+    assert_eq!(document["inputs"]["ConfigMap"], "read");
+    assert_eq!(document["inputs"]["Pod"], "read");
+
+    let table = live(&server, &["report"]).await;
+    assert_eq!(table.code, 3, "{}", table.stderr);
+    let queue = table.stdout.find("== Backup queue").unwrap();
+    let next_line = table.stdout[queue..].lines().nth(1).unwrap();
+    assert_eq!(
+        next_line,
+        "incomplete: Backup (forbidden) could not be read; this section shows only what was read"
+    );
+    assert!(
+        table.stdout.starts_with("INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore\n  Sections that may be wrong: Data-mover pods of pending loads, Backup queue, Load admission.\n"),
+        "{}",
+        table.stdout
+    );
+    // The configuration was read: its section is not marked.
+    let config = table.stdout.find("== Node-agent configuration").unwrap();
+    assert!(
+        table.stdout[config..]
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("Configuration: ConfigMap velero/node-agent-config"),
+        "{}",
+        table.stdout
+    );
+    // Commands that do not read the Velero kinds are complete.
+    let schedule = live(&server, &["schedule", "--all", "-o", "json"]).await;
+    assert_eq!(schedule.code, 0, "{}", schedule.stderr);
+    cluster.assert_read_only();
+}
+
+/// A list the server fails (500) is `failed`: stated, noted, exit 3; the
+/// other kinds are read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_list_is_stated_and_exits_3() {
+    let cluster = Cluster::example(&[]);
+    cluster
+        .fake
+        .inject(kube_fake_api::Fault::internal_error().on_resource("namespaces"));
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let queue = live(&server, &["queue", "-o", "json"]).await;
+    assert_eq!(queue.code, 3, "{}", queue.stderr);
+    let document: Value = serde_json::from_str(&queue.stdout).unwrap();
+    assert_eq!(
+        document["inputs"],
+        json!({"Backup": "read", "Namespace": "failed"})
+    );
+    assert!(
+        queue
+            .stderr
+            .contains("note: cannot list v1 Namespace: the server answered"),
+        "{}",
+        queue.stderr
+    );
+}
+
+/// Accepts connections on a loopback port and never answers: neither TLS
+/// nor HTTP. The listener lives as long as the returned guard.
+fn silent_server() -> (String, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().take(16) {
+            // Keep each connection open, unread and unanswered.
+            held.push(stream);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(120));
+    });
+    (address.to_string(), thread)
+}
+
+/// A server that accepts connections and stays silent gives a one-line
+/// error within --request-timeout, over HTTP and over HTTPS (where the
+/// TLS handshake never completes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_is_an_error_within_the_request_timeout() {
+    let (address, _server) = silent_server();
+    let dir = std::env::temp_dir();
+    for scheme in ["http", "https"] {
+        let url = format!("{scheme}://{address}");
+        let mut text = kube_fake_api::server::kubeconfig(&url, None);
+        if scheme == "https" {
+            text = text.replace(
+                &format!("    server: {url}\n"),
+                &format!("    server: {url}\n    insecure-skip-tls-verify: true\n"),
+            );
+        }
+        let kubeconfig = dir.join(format!("policyctl-silent-{}-{scheme}", std::process::id()));
+        std::fs::write(&kubeconfig, text).unwrap();
+        let path = kubeconfig.display().to_string();
+        let started = std::time::Instant::now();
+        let run = policyctl(&["--kubeconfig", &path, "--request-timeout", "1s", "queue"]).await;
+        let took = started.elapsed();
+        assert_eq!(run.code, 1, "{scheme}: {run:?}");
+        assert!(run.stdout.is_empty(), "{scheme}: {}", run.stdout);
+        assert_eq!(run.stderr.lines().count(), 1, "{scheme}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!(
+                "error: cannot list v1 Namespace from {url}: no answer within 1s (--request-timeout)"
+            )),
+            "{scheme}: {}",
+            run.stderr
+        );
+        // The limit plus the time to start the process, with room for a
+        // loaded machine; without the limit the run never ends.
+        assert!(
+            took < std::time::Duration::from_secs(8),
+            "{scheme}: {took:?}"
+        );
+        let _ = std::fs::remove_file(kubeconfig);
+    }
+}
+
+/// A page that comes too late is a timeout too: each request of a list,
+/// not only the connection, is bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_slower_than_the_request_timeout_is_an_error() {
+    let cluster = Cluster::example(&[]);
+    cluster.fake.inject(
+        kube_fake_api::Fault::latency(std::time::Duration::from_secs(30)).on_resource("namespaces"),
+    );
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let started = std::time::Instant::now();
+    let run = live(&server, &["--request-timeout", "1", "queue"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .starts_with("error: cannot list v1 Namespace from http://127.0.0.1:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("no answer within 1s"), "{}", run.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
 }

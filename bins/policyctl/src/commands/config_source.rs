@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use crate::cli::{ConfigMapRef, DEFAULT_CONFIG_MAP, GlobalArgs};
 use crate::commands::CommandError;
-use crate::manifest::{Inventory, parse_documents, read_str};
+use crate::live::Kind;
+use crate::manifest::{Inventory, Located, ObjectKey, parse_documents, read_str};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 /// The configuration the commands use, with where it came from.
 #[derive(Clone, Debug)]
@@ -56,7 +58,51 @@ pub fn resolve(
         .iter()
         .filter(|(key, _)| wanted.matches(&key.namespace, &key.name))
         .collect();
-    match matches.as_slice() {
+    // ConfigMaps the user may not list (or whose listing failed) are not
+    // absent: the configuration is unknown, not Velero's defaults.
+    let unread = inventory
+        .reading
+        .unread(Kind::ConfigMap)
+        .filter(|unread| unread.status.is_missing());
+    match (matches.as_slice(), unread) {
+        ([], Some(unread)) if global.config_map.is_some() => Err(CommandError::Input(format!(
+            "--config-map {wanted}: cannot tell whether it exists: {} could not be listed ({}); give the configuration with --config FILE, or let the user list ConfigMaps (policyctl rbac)",
+            unread.what,
+            unread.status.name()
+        ))),
+        ([], Some(unread)) => {
+            let _ = writeln!(
+                stderr,
+                "note: cannot tell whether ConfigMap {wanted} exists: {} could not be listed ({}); the node-agent configuration is unknown and answers assume Velero's defaults (give it with --config FILE)",
+                unread.what,
+                unread.status.name()
+            );
+            Ok(ConfigInput {
+                origin: format!(
+                    "unknown: {} could not be listed ({}); Velero's defaults are assumed",
+                    unread.what,
+                    unread.status.name()
+                ),
+                loaded: Ok(Loaded {
+                    config: NodeAgentConfig::default(),
+                    findings: Vec::new(),
+                }),
+            })
+        }
+        (matches, _) => resolve_among(global, inventory, &wanted, matches, stderr),
+    }
+}
+
+/// [`resolve`] when the ConfigMaps could be read: the one wanted among
+/// `matches`, or Velero's defaults when there is none.
+fn resolve_among(
+    global: &GlobalArgs,
+    inventory: &Inventory,
+    wanted: &ConfigMapRef,
+    matches: &[(&ObjectKey, &Located<ConfigMap>)],
+    stderr: &mut dyn Write,
+) -> Result<ConfigInput, CommandError> {
+    match matches {
         [] if global.config_map.is_some() => Err(CommandError::Input(format!(
             "--config-map {wanted}: no such ConfigMap in the input ({}); add it with -f, or give the configuration with --config FILE",
             config_map_names(inventory)

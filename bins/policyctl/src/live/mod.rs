@@ -12,16 +12,21 @@
 //! - Every page goes through [`manifest::add_value`], the reader's own
 //!   decoding of a `kind: List` document, so both modes build the same
 //!   inventory from the same objects.
-//! - Only `list` requests are made. A kind the user may not list (403) or
-//!   that the server does not serve (404: its CRD is not installed) is a
-//!   note on standard error and the command goes on without it; any other
-//!   failure ends the run with one line naming the server or the file.
+//! - Only `list` requests are made. A kind the user may not list (403),
+//!   that the server does not serve (404: its CRD is not installed) or whose
+//!   list the server fails (any other status) is a note on standard error
+//!   and the command goes on without it, recording why in the inventory
+//!   ([`crate::completeness`]: the output states it, and an answer that
+//!   depends on a forbidden or failed kind exits 3). A server that cannot be
+//!   reached, or does not answer within `--request-timeout`, ends the run
+//!   with one line naming the server or the file.
 //!
 //! policyctl is synchronous; a current-thread tokio runtime is built only
 //! here.
 
 pub mod kinds;
 pub mod rbac;
+pub mod timeout;
 
 use std::io::Write;
 
@@ -30,6 +35,7 @@ use serde_json::Value;
 
 use crate::cli::{Command, GlobalArgs};
 pub use crate::cli::{DEFAULT_CHUNK_SIZE, LiveArgs};
+use crate::completeness::{Status, Unread};
 use crate::error::CommandError;
 use crate::manifest::{self, Inventory, Origin};
 
@@ -94,6 +100,7 @@ pub fn load(
     runtime.block_on(async {
         let (client, server) = client(&global.live).await?;
         let mut inventory = Inventory::default();
+        inventory.reading.live = true;
         for kind in kinds {
             // The node-agent ConfigMap may be named in another namespace
             // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
@@ -114,10 +121,18 @@ pub fn load(
                     resource: kind.resource(),
                     namespace,
                     chunk_size: global.live.chunk_size,
+                    timeout: global.live.request_timeout,
                 };
-                if let Some(note) = listed.add_to(&mut inventory).await? {
+                if let Some((status, note)) = listed.add_to(&mut inventory).await? {
                     // If standard error is gone there is nowhere to note it.
                     let _ = writeln!(stderr, "{note}");
+                    inventory.reading.note_unread(
+                        kind,
+                        Unread {
+                            status,
+                            what: listed.what(),
+                        },
+                    );
                 }
             }
         }
@@ -165,6 +180,18 @@ async fn client(args: &LiveArgs) -> Result<(kube::Client, String), CommandError>
             ))
         })?,
     };
+    let mut config = config;
+    if let Some(limit) = args.request_timeout.0 {
+        // The limit bounds each request as a whole (see `List::page`). The
+        // client's own limits (connecting with TLS, each read and write)
+        // are set just past it, so that they never fire first with a
+        // message that does not name --request-timeout, and so that no
+        // default of the client is shorter than what the user asked for.
+        let past = limit.saturating_add(std::time::Duration::from_secs(1));
+        config.connect_timeout = Some(past);
+        config.read_timeout = Some(past);
+        config.write_timeout = Some(past);
+    }
     let server = config
         .cluster_url
         .to_string()
@@ -186,12 +213,25 @@ struct List<'a> {
     resource: Resource,
     namespace: &'a str,
     chunk_size: u32,
+    timeout: timeout::RequestTimeout,
+}
+
+/// Why a list failed.
+enum ListError {
+    /// The client or the server said so.
+    Kube(kube::Error),
+    /// No whole answer within `--request-timeout`.
+    TimedOut(std::time::Duration),
 }
 
 impl List<'_> {
     /// Lists every page of the first version the server serves and adds
-    /// the objects; `Some(note)` when the kind cannot be listed (403, 404).
-    async fn add_to(&self, inventory: &mut Inventory) -> Result<Option<String>, CommandError> {
+    /// the objects; `Some((status, note))` when the kind cannot be listed
+    /// (403, 404, or another status of the server).
+    async fn add_to(
+        &self,
+        inventory: &mut Inventory,
+    ) -> Result<Option<(Status, String)>, CommandError> {
         let resource = &self.resource;
         let mut versions = resource.versions.iter().peekable();
         while let Some(version) = versions.next() {
@@ -208,12 +248,40 @@ impl List<'_> {
                     }
                     return Ok(None);
                 }
-                Err(kube::Error::Api(status))
+                Err(ListError::Kube(kube::Error::Api(status)))
                     if status.code == 404 && versions.peek().is_some() => {}
-                Err(kube::Error::Api(status)) if matches!(status.code, 403 | 404) => {
-                    return Ok(Some(self.note(status.code)));
+                Err(ListError::Kube(kube::Error::Api(status)))
+                    if matches!(status.code, 403 | 404) =>
+                {
+                    let code = if status.code == 403 {
+                        Status::Forbidden
+                    } else {
+                        Status::NotServed
+                    };
+                    return Ok(Some((code, self.note(status.code))));
                 }
-                Err(error) => {
+                // The server answered, but not with the list (a 500, a
+                // 429 after its retries, a webhook's or an aggregated API's
+                // failure): this kind is missing, the others may not be.
+                // 401 means the credentials are wrong for every kind.
+                Err(ListError::Kube(kube::Error::Api(status))) if status.code != 401 => {
+                    let message =
+                        format!("{} ({}): {}", status.reason, status.code, status.message)
+                            .replace('\n', " ");
+                    let note = format!(
+                        "note: cannot list {}: the server answered {message}; going on without them",
+                        self.what()
+                    );
+                    return Ok(Some((Status::Failed(message), note)));
+                }
+                Err(ListError::TimedOut(limit)) => {
+                    return Err(CommandError::Input(format!(
+                        "cannot list {} from {}: no answer within {limit:?} (--request-timeout); is the server reachable and serving? --request-timeout 0 waits without limit",
+                        self.what(),
+                        self.server,
+                    )));
+                }
+                Err(ListError::Kube(error)) => {
                     return Err(CommandError::Input(format!(
                         "cannot list {}{} from {}: {}",
                         resource.display_name(),
@@ -228,7 +296,7 @@ impl List<'_> {
     }
 
     /// Every page of one list, following `continue`.
-    async fn pages(&self, path: &str) -> Result<Vec<Value>, kube::Error> {
+    async fn pages(&self, path: &str) -> Result<Vec<Value>, ListError> {
         let mut pages = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -238,8 +306,8 @@ impl List<'_> {
             }
             let request = kube::core::Request::new(path)
                 .list(&params)
-                .map_err(kube::Error::BuildRequest)?;
-            let page: Value = self.client.request(request).await?;
+                .map_err(|error| ListError::Kube(kube::Error::BuildRequest(error)))?;
+            let page = self.page(request).await?;
             token = page
                 .pointer("/metadata/continue")
                 .and_then(Value::as_str)
@@ -250,6 +318,24 @@ impl List<'_> {
                 return Ok(pages);
             }
         }
+    }
+
+    /// One request, bounded as a whole by `--request-timeout`: connecting,
+    /// TLS, the response headers and the whole body.
+    async fn page(&self, request: http::Request<Vec<u8>>) -> Result<Value, ListError> {
+        let answer = self.client.request::<Value>(request);
+        match self.timeout.0 {
+            None => answer.await.map_err(ListError::Kube),
+            Some(limit) => match tokio::time::timeout(limit, answer).await {
+                Ok(page) => page.map_err(ListError::Kube),
+                Err(_) => Err(ListError::TimedOut(limit)),
+            },
+        }
+    }
+
+    /// The kind and where it is listed, for messages.
+    fn what(&self) -> String {
+        format!("{}{}", self.resource.display_name(), self.where_())
     }
 
     fn where_(&self) -> String {

@@ -120,6 +120,9 @@ pub struct Inventory {
     /// Objects of kinds policyctl does not use, counted per
     /// `apiVersion kind`, with the first place each was seen.
     pub ignored: BTreeMap<String, (usize, Origin)>,
+    /// How the objects were read: from files, or listed from a cluster,
+    /// with the kinds that could not be listed.
+    pub reading: crate::completeness::Reading,
 }
 
 impl Inventory {
