@@ -99,10 +99,33 @@ fn each_command_lists_only_the_options_it_reads() {
     // Hidden from help, still accepted (as kubectl's global flags are),
     // and every flag still means what it says.
     for (args, format, files) in [
-        (&["policyctl", "rbac", "-f", "x.yaml"][..], OutputFormat::Table, &["x.yaml"][..]),
-        (&["policyctl", "rbac", "-o", "json"], OutputFormat::Json, &[]),
-        (&["policyctl", "hosts", "plan", "-o", "yaml", "-f", "h.yaml"], OutputFormat::Yaml, &["h.yaml"]),
-        (&["policyctl", "host-labels", "sanitize", "-o", "json", "esx-01"], OutputFormat::Json, &[]),
+        (
+            &["policyctl", "rbac", "-f", "x.yaml"][..],
+            OutputFormat::Table,
+            &["x.yaml"][..],
+        ),
+        (
+            &["policyctl", "rbac", "-o", "json"],
+            OutputFormat::Json,
+            &[],
+        ),
+        (
+            &["policyctl", "hosts", "plan", "-o", "yaml", "-f", "h.yaml"],
+            OutputFormat::Yaml,
+            &["h.yaml"],
+        ),
+        (
+            &[
+                "policyctl",
+                "host-labels",
+                "sanitize",
+                "-o",
+                "json",
+                "esx-01",
+            ],
+            OutputFormat::Json,
+            &[],
+        ),
     ] {
         let matches = Cli::command_line(None)
             .try_get_matches_from(args)

@@ -245,8 +245,8 @@ mod json_lines {
 
     #[test]
     fn every_key_appears_once_even_when_a_field_is_named_like_the_envelope() {
-        let target = "status";
-        let lines = lines_of(|| tracing::info!(?target, level = 3, "would patch"));
+        let subresource = "status";
+        let lines = lines_of(|| tracing::info!(target = %subresource, level = 3, "would patch"));
         assert_eq!(lines.len(), 1);
         let line = &lines[0];
         for key in ["\"target\":", "\"level\":", "\"message\":"] {
@@ -254,7 +254,7 @@ mod json_lines {
         }
         let value: Value = serde_json::from_str(line).unwrap();
         assert_eq!(value["target"], "controller_kit::telemetry::json_lines");
-        assert_eq!(value["field.target"], "\"status\"");
+        assert_eq!(value["field.target"], "status");
         assert_eq!(value["field.level"], 3);
         assert_eq!(value["level"], "INFO");
         assert_eq!(value["message"], "would patch");
