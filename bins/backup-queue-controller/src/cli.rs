@@ -10,7 +10,15 @@ use crate::manifests::ManifestScope;
 /// `backup-queue-controller [FLAGS]` runs the controller;
 /// `backup-queue-controller manifests` prints its deployment manifests.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = CONTROLLER_NAME, version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = CONTROLLER_NAME,
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    mut_arg("namespace", |arg| arg.help(
+        "Velero's namespace, whose Backups are queued (default: velero)"
+    ))
+)]
 pub struct Cli {
     /// What to do (default: run the controller).
     #[command(subcommand)]

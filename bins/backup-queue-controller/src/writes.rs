@@ -223,11 +223,26 @@ impl Queue {
         write: &BackupWrite,
         writer: &mut Writer<'_, QueueIndex>,
     ) -> Outcome {
-        let change = write.change.map(|c| format!("{c:?}"));
-        let change = change.as_deref().unwrap_or("none");
+        // Flat JSON values for the log line: the change's name and the
+        // queue positions it moves between.
+        let (change, from, to) = match write.change {
+            Some(StatusChange::Start) => ("start", None, None),
+            Some(StatusChange::Enqueue { position }) => ("enqueue", None, Some(position)),
+            Some(StatusChange::Reposition { from, to }) => ("reposition", Some(from), Some(to)),
+            None => ("none", None, None),
+        };
         match self.patch(api, write, writer).await {
             Ok(()) => {
-                tracing::info!(backup = %write.backup, change, dry_run = writer.dry_run(), "wrote");
+                let dry_run = writer.dry_run();
+                tracing::info!(
+                    backup = %write.backup,
+                    change,
+                    from_position = from,
+                    queue_position = to,
+                    dry_run,
+                    "{}",
+                    if dry_run { "would write (--dry-run)" } else { "wrote" }
+                );
                 self.record_success(write, writer).await;
                 Outcome::Done
             }

@@ -354,6 +354,7 @@ async fn two_replicas_with_leader_election_never_both_act() {
 
 #[tokio::test]
 async fn dry_run_writes_nothing() {
+    let logs = controller_kit::telemetry::CapturedLogs::start();
     let fake = velero_1_18();
     seed_design_scenario(&fake);
     seed_backup(&fake, backup("fresh", &["ns7"], 9, "", 0));
@@ -384,6 +385,32 @@ async fn dry_run_writes_nothing() {
     let mut after = phases(&fake);
     after.retain(|k, _| before.contains_key(k));
     assert_eq!(after, before);
+    assert_dry_run_logs(&logs.lines(), "would write (--dry-run)", "wrote");
+}
+
+/// Checks the JSON log lines of a dry run: each is one JSON object with
+/// each key once, no value in Rust debug form, and at least one line says
+/// what would be written (`would`) while none claims `done`.
+fn assert_dry_run_logs(lines: &[String], would: &str, done: &str) {
+    for line in lines {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
+        let keys = value.as_object().map_or(0, |object| object.len());
+        assert_eq!(top_level_keys(line), keys, "a key appears twice: {line}");
+        assert_ne!(value["message"], done, "a dry run claims a write: {line}");
+        for debug in ["Some(", "None", " { "] {
+            assert!(
+                !line.contains(debug),
+                "Rust debug text in a log line: {line}"
+            );
+        }
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains(&format!("\"message\":\"{would}\""))),
+        "no line says {would:?}:\n{}",
+        lines.join("\n")
+    );
 }
 
 #[tokio::test]
@@ -634,4 +661,29 @@ async fn serves_metrics_health_and_readiness() {
         "{body}"
     );
     ctl.stop().await;
+}
+
+/// How many keys the JSON object `line` has at its top level, repeats
+/// included (a parsed map keeps one of each).
+fn top_level_keys(line: &str) -> usize {
+    let (mut depth, mut in_string, mut escaped, mut keys) = (0usize, false, false, 0);
+    for c in line.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ':' if depth == 1 => keys += 1,
+            _ => {}
+        }
+    }
+    keys
 }

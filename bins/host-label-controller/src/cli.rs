@@ -16,7 +16,15 @@ use crate::error::Error;
 /// `host-label-controller [FLAGS]` runs the controller;
 /// `host-label-controller manifests` prints its deployment manifests.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = CONTROLLER_NAME, version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = CONTROLLER_NAME,
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    mut_arg("namespace", |arg| arg.help(
+        "Namespace of the status and inventory ConfigMaps not given as NAMESPACE/NAME (default: the pod's own, POD_NAMESPACE, else host-label-controller)"
+    ))
+)]
 pub struct Cli {
     /// What to do (default: run the controller).
     #[command(subcommand)]

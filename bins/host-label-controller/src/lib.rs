@@ -97,8 +97,11 @@ pub async fn run_with_clients(
     let work_shutdown = shutdown.clone();
     run_controller(client.clone(), settings, shutdown, move || async move {
         tracing::info!(
-            keys = ?config.labels.keys().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
-            source = ?config.source,
+            keys = %config.labels.keys().iter().map(|k| k.as_str()).collect::<Vec<_>>().join(","),
+            source = %match &config.source {
+                HostSource::Machines => "machines".to_owned(),
+                HostSource::Inventory { configmap, key } => format!("configmap {configmap} key {key}"),
+            },
             dry_run = config.dry_run,
             "host label controller running"
         );

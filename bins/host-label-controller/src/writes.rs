@@ -120,7 +120,26 @@ impl Labeller {
             .await;
         match result {
             Ok(_) => {
-                tracing::info!(node = %patch.node, host = ?patch.host, set = ?patch.labels.set, remove = ?patch.labels.remove, dry_run = writer.dry_run(), "labelled Node");
+                // `set` as `kubectl label` takes it (`KEY=VALUE,…`), `remove`
+                // as `KEY,…`: plain strings, not Rust debug text.
+                let set = patch
+                    .labels
+                    .set
+                    .iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let remove = patch.labels.remove.join(",");
+                let dry_run = writer.dry_run();
+                tracing::info!(
+                    node = %patch.node,
+                    host = patch.host.as_deref(),
+                    set = (!set.is_empty()).then_some(set.as_str()),
+                    remove = (!remove.is_empty()).then_some(remove.as_str()),
+                    dry_run,
+                    "{}",
+                    if dry_run { "would label Node (--dry-run)" } else { "labelled Node" }
+                );
                 Outcome::Done
             }
             Err(Refused::Conflict) => {

@@ -196,6 +196,7 @@ async fn replicas_sharing_a_host_are_reported_on_their_owner_in_events_metrics_a
 
 #[tokio::test]
 async fn dry_run_writes_nothing() {
+    let logs = controller_kit::telemetry::CapturedLogs::start();
     let fake = FakeApi::new();
     seed_violation(&fake);
     let mut cfg = config(&[CAPV_KEY], HostSource::Machines);
@@ -220,6 +221,36 @@ async fn dry_run_writes_nothing() {
     assert_eq!(label(&fake, "n1", CAPV_KEY), None);
     assert!(status_summary(&fake).is_none());
     run.stop().await;
+    assert_dry_run_logs(
+        &logs.lines(),
+        "would label Node (--dry-run)",
+        "labelled Node",
+    );
+}
+
+/// Checks the JSON log lines of a dry run: each is one JSON object with
+/// each key once, no value in Rust debug form, and at least one line says
+/// what would be written (`would`) while none claims `done`.
+fn assert_dry_run_logs(lines: &[String], would: &str, done: &str) {
+    for line in lines {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
+        let keys = value.as_object().map_or(0, |object| object.len());
+        assert_eq!(top_level_keys(line), keys, "a key appears twice: {line}");
+        assert_ne!(value["message"], done, "a dry run claims a write: {line}");
+        for debug in ["Some(", "None", " { "] {
+            assert!(
+                !line.contains(debug),
+                "Rust debug text in a log line: {line}"
+            );
+        }
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains(&format!("\"message\":\"{would}\""))),
+        "no line says {would:?}:\n{}",
+        lines.join("\n")
+    );
 }
 
 #[tokio::test]
@@ -554,4 +585,29 @@ async fn nodes_and_machines_that_appear_later_are_labelled() {
     })
     .await;
     run.stop().await;
+}
+
+/// How many keys the JSON object `line` has at its top level, repeats
+/// included (a parsed map keeps one of each).
+fn top_level_keys(line: &str) -> usize {
+    let (mut depth, mut in_string, mut escaped, mut keys) = (0usize, false, false, 0);
+    for c in line.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ':' if depth == 1 => keys += 1,
+            _ => {}
+        }
+    }
+    keys
 }

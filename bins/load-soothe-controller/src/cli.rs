@@ -17,7 +17,10 @@ use crate::error::Error;
     version,
     about = "Admits New DataUploads/DataDownloads of the configured data movers while fewer than loadConcurrency.prepareQueueLength loads are in preparation",
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    mut_arg("namespace", |arg| arg.help(
+        "Velero's namespace: its DataUploads, DataDownloads and node-agent ConfigMap, and the ledger ConfigMap (default: velero)"
+    ))
 )]
 pub struct Cli {
     /// What to do (default: run the controller).
@@ -84,8 +87,8 @@ pub struct ManifestArgs {
     /// Container image.
     #[arg(long, default_value = crate::manifests::IMAGE, value_name = "IMAGE")]
     pub image: String,
-    /// Data mover(s) the generated workload admits (default: a placeholder
-    /// to edit). Repeatable.
+    /// Data mover(s) the generated workload admits (`spec.datamover` of its
+    /// loads); required. Repeatable.
     #[arg(long = "datamover", value_name = "NAME")]
     pub datamovers: Vec<String>,
 }

@@ -198,7 +198,7 @@ impl GateIndex {
                     tracing::error!(
                         error = %e,
                         configmap = %self.config.node_agent_config_map,
-                        kept = ?self.gate.enablement.limit().map(|l| l.get()),
+                        kept = self.gate.enablement.limit().map(|l| l.get()),
                         "cannot load the node-agent ConfigMap; keeping the last good prepareQueueLength"
                     );
                     return;
@@ -208,8 +208,8 @@ impl GateIndex {
         let gate = GateConfig::new(prepare_queue_length, self.config.mode.mode());
         if gate != self.gate {
             tracing::info!(
-                prepare_queue_length = ?prepare_queue_length,
-                limit = ?gate.enablement.limit().map(|l| l.get()),
+                prepare_queue_length,
+                limit = gate.enablement.limit().map(|l| l.get()),
                 "prepare queue configuration in effect"
             );
         }

@@ -78,7 +78,7 @@ pub async fn run_with(
             node = %config.node,
             mode = config.mode.as_str(),
             namespace = %config.namespace,
-            datamovers = ?config.datamovers,
+            datamovers = %config.datamovers.iter().map(String::as_str).collect::<Vec<_>>().join(","),
             dry_run = config.dry_run,
             "load soothe controller running"
         );

@@ -104,9 +104,10 @@ pub fn manifest_for(
 }
 
 /// What `load-soothe-controller manifests` prints: the manifests of
-/// `mode` in `namespace` with `image` for `datamovers` (the placeholder if
-/// none). Refuses an invalid namespace or image and the data movers
-/// [`crate::cli::Cli::to_config`] refuses, naming the flag.
+/// `mode` in `namespace` with `image` for `datamovers`. Refuses an invalid
+/// namespace or image, the data movers [`crate::cli::Cli::to_config`]
+/// refuses, and no data mover at all (a workload that would admit
+/// `--datamover=CHANGE-ME` admits nothing), naming the flag.
 pub fn render(
     mode: GateMode,
     namespace: &str,
@@ -123,11 +124,17 @@ pub fn render(
             problem: reason,
         });
     }
-    let names: Vec<&str> = if datamovers.is_empty() {
-        vec![PLACEHOLDER_DATAMOVER]
-    } else {
-        datamovers.iter().map(String::as_str).collect()
-    };
+    if datamovers.is_empty() {
+        // The namespace and image are checked first, so that every
+        // problem of the command line is named in turn.
+        manifest_for(mode, namespace, image, &[PLACEHOLDER_DATAMOVER]).to_yaml()?;
+        return Err(controller_manifests::Error::InvalidInput {
+            flag: "--datamover",
+            value: String::new(),
+            problem: "a data mover is required: give the spec.datamover of the loads the workload admits, as in --datamover acme.example/mover (repeatable)".to_owned(),
+        });
+    }
+    let names: Vec<&str> = datamovers.iter().map(String::as_str).collect();
     manifest_for(mode, namespace, image, &names).to_yaml()
 }
 

@@ -230,7 +230,7 @@ impl Gate {
             tracing::debug!(
                 admitted = write.admitted.len(),
                 removed = write.removed.len(),
-                rv = ?cm.metadata.resource_version,
+                rv = cm.metadata.resource_version.as_deref(),
                 "ledger written"
             );
         }

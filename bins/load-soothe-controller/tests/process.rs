@@ -67,6 +67,10 @@ fn manifests_refuse_an_invalid_namespace_image_or_data_mover_in_one_line_with_ex
             &["--datamover", "velero"],
             "--datamover \"velero\" is refused",
         ),
+        (
+            &[][..],
+            "invalid --datamover \"\": a data mover is required",
+        ),
     ] {
         let out = command().arg("manifests").args(args).output().unwrap();
         let lines = stderr_lines(&out);

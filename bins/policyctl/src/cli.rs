@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::input::ByteSize;
 use crate::output::OutputFormat;
@@ -19,6 +19,94 @@ pub struct Cli {
     /// What to compute.
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The command line as users see it: [`Cli`]'s definition, named
+    /// `kubectl policy` when the program file is the kubectl plugin's
+    /// (`argv0`), with the global options a command does not read left out
+    /// of its help ([`UNREAD_OPTIONS`]; they are still accepted, as
+    /// kubectl accepts its global flags everywhere).
+    pub fn command_line(argv0: Option<&std::ffi::OsStr>) -> clap::Command {
+        let mut command = Self::command();
+        if crate::live::is_kubectl_plugin(argv0) {
+            command = command
+                .bin_name(KUBECTL_PLUGIN_USAGE_NAME)
+                .display_name(KUBECTL_PLUGIN_USAGE_NAME);
+        }
+        command.build();
+        for (path, unread) in UNREAD_OPTIONS {
+            hide_options(&mut command, path, unread);
+        }
+        command
+    }
+
+    /// Parses the program's arguments with [`Cli::command_line`], exiting
+    /// as clap does on `--help`, `--version` and usage errors.
+    pub fn from_program_args() -> Self {
+        let argv0 = std::env::args_os().next();
+        let matches = Self::command_line(argv0.as_deref()).get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+    }
+}
+
+/// How the usage lines name the program run as the kubectl plugin.
+pub const KUBECTL_PLUGIN_USAGE_NAME: &str = "kubectl policy";
+
+/// The input options: `-f` and the node-agent configuration.
+const INPUT_OPTIONS: &[&str] = &[
+    "filenames",
+    "recursive",
+    "max_input_bytes",
+    "config",
+    "config_map",
+];
+
+/// The options of live mode.
+const LIVE_OPTIONS: &[&str] = &["kubeconfig", "context", "live", "namespace", "chunk_size"];
+
+/// Global options (argument ids) that commands do not read, by command
+/// path: `host-labels sanitize` reads no objects, `rbac` only Velero's
+/// namespace, `hosts` a HostInventory file (never a cluster, never the
+/// node-agent configuration).
+pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
+    (&["host-labels", "sanitize"], INPUT_OPTIONS),
+    (&["host-labels", "sanitize"], LIVE_OPTIONS),
+    (&["rbac"], INPUT_OPTIONS),
+    (&["rbac"], &["kubeconfig", "context", "live", "chunk_size"]),
+    (&["hosts"], &["config", "config_map"]),
+    (&["hosts"], LIVE_OPTIONS),
+    (&["hosts", "plan"], &["config", "config_map"]),
+    (&["hosts", "plan"], LIVE_OPTIONS),
+    (&["hosts", "rebalance"], &["config", "config_map"]),
+    (&["hosts", "rebalance"], LIVE_OPTIONS),
+    (&["hosts", "scale-down"], &["config", "config_map"]),
+    (&["hosts", "scale-down"], LIVE_OPTIONS),
+];
+
+/// Hides the options `ids` of the subcommand of `command` at `path` from
+/// help. `command` must be built, so that global options have reached its
+/// subcommands; arguments and subcommands keep their places (the parser's
+/// index of flags refers to them by position).
+fn hide_options(command: &mut clap::Command, path: &[&str], ids: &[&str]) {
+    match path.split_first() {
+        None => {
+            let mut arguments = std::mem::take(command);
+            arguments = arguments.mut_args(|arg| {
+                if ids.contains(&arg.get_id().as_str()) {
+                    arg.hide(true)
+                } else {
+                    arg
+                }
+            });
+            *command = arguments;
+        }
+        Some((name, rest)) => {
+            if let Some(sub) = command.find_subcommand_mut(name) {
+                hide_options(sub, rest, ids);
+            }
+        }
+    }
 }
 
 /// Options shared by every command.

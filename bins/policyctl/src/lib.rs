@@ -145,20 +145,26 @@ fn try_run(
     {
         // Needs no input objects.
         let output = commands::sanitize(value);
-        output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
+        emit(cli.global.output, &output, stdout)?;
         return Ok(Exit::Success);
     }
     if let Command::Rbac(args) = &cli.command {
         // Needs no input objects either.
         let output = live::rbac::run(args, &cli.global).map_err(CommandError::Input)?;
-        output::write(cli.global.output, &output, stdout).map_err(CommandError::Output)?;
+        emit(cli.global.output, &output, stdout)?;
         return Ok(Exit::Success);
     }
     let inventory = if live::requested(&cli.global) {
         live::load(&cli.global, &cli.command, stderr)?
     } else {
         live::check_file_mode(&cli.global)?;
-        load_input(&cli.global, stdin, stderr)?
+        if reads_only_the_config_file(&cli.command, &cli.global) {
+            // `--config FILE config check`: the example cluster has
+            // nothing this command reads.
+            Inventory::default()
+        } else {
+            load_input(&cli.global, stdin, stderr)?
+        }
     };
     let completeness = completeness::Completeness::of(&cli.command, &cli.global, &inventory);
     let mut result = match commands::execute(&cli.command, &cli.global, &inventory, stderr) {
@@ -181,8 +187,32 @@ fn try_run(
             result.exit = Exit::Incomplete;
         }
     }
-    output::write(cli.global.output, &result.output, stdout).map_err(CommandError::Output)?;
+    emit(cli.global.output, &result.output, stdout)?;
     Ok(result.exit)
+}
+
+/// Writes the result to `stdout`. A reader that has gone away (`policyctl
+/// report | head -1`: `EPIPE`) is not an error: the rest of the output was
+/// not wanted, so the run ends quietly with the command's own exit status,
+/// as `kubectl get … | head -1` ends quietly.
+fn emit(
+    format: OutputFormat,
+    output: &output::Output,
+    stdout: &mut dyn Write,
+) -> Result<(), CommandError> {
+    match output::write(format, output, stdout).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(CommandError::Output),
+    }
+}
+
+/// Whether `command` reads nothing but the node-agent configuration, given
+/// here by `--config` without `-f`: then no objects are read (not even the
+/// bundled example cluster's) and no note is printed.
+fn reads_only_the_config_file(command: &Command, global: &GlobalArgs) -> bool {
+    global.config.is_some()
+        && global.filenames.is_empty()
+        && matches!(live::kinds::needs(command), live::Needs::Kinds(kinds) if kinds == [live::Kind::ConfigMap])
 }
 
 /// Reads the `-f` files (or the bundled example cluster when there are
@@ -193,10 +223,14 @@ pub fn load_input(
     stderr: &mut dyn Write,
 ) -> Result<Inventory, CommandError> {
     let sources = if global.filenames.is_empty() {
-        let _ = writeln!(
-            stderr,
-            "note: no -f given: using the example cluster bundled in policyctl (the files of examples/cluster/)"
-        );
+        let note = match &global.config {
+            Some(config) => format!(
+                "note: no -f given: the objects are those of the example cluster bundled in policyctl (the files of examples/cluster/), the node-agent configuration is {}'s; give -f to read your cluster's objects",
+                config.display()
+            ),
+            None => "note: no -f given: using the example cluster bundled in policyctl (the files of examples/cluster/)".to_owned(),
+        };
+        let _ = writeln!(stderr, "{note}");
         bundled::example_sources()
     } else {
         input::read_all(

@@ -1,8 +1,6 @@
 //! `policyctl`: see the crate documentation of the library.
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    let mut cli = policyctl::Cli::parse();
+    let mut cli = policyctl::Cli::from_program_args();
     // As `kubectl-policy` on PATH (`kubectl policy …`), live mode is the default.
     cli.global.live.kubectl_plugin =
         policyctl::live::is_kubectl_plugin(std::env::args_os().next().as_deref());

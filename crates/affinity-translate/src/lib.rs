@@ -45,6 +45,7 @@ pub use fragment::{
 pub use load::fuzz_entry;
 pub use load::{
     LoadError, Loaded, load_config_map, load_config_map_data, load_json, load_json_bytes,
+    plain_type_message,
 };
 pub use translate::{render_requirement, select_load_affinity, selector_requirements, to_affinity};
 pub use validate::validate;

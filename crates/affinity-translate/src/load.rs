@@ -197,7 +197,7 @@ fn load_text(origin: &str, text: &str) -> Result<Loaded, LoadError> {
         LoadError::WrongType {
             origin: origin.to_owned(),
             path,
-            message: e.into_inner().to_string(),
+            message: plain_type_message(&e.into_inner().to_string()),
             found,
         }
     })?;
@@ -218,6 +218,59 @@ fn parse(origin: &str, text: &str) -> Result<Json, LoadError> {
     deserializer.end().map_err(syntax)?;
     Ok(tree)
 }
+
+/// A decoder's message about a value of the wrong type, in the user's
+/// words rather than Rust's: a type name such as `i64` or `u32` becomes the
+/// range of whole numbers it holds, `f64` "a number", and `floating point`
+/// a number with a fraction or an exponent (`1e+20` is one, whatever its
+/// size).
+pub fn plain_type_message(message: &str) -> String {
+    let mut text = message.replace(
+        "invalid type: floating point",
+        "invalid type: a number with a fraction or an exponent",
+    );
+    for (rust, words) in RUST_NUMBER_TYPES {
+        let needle = format!("expected {rust}");
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(&needle) {
+            let after = &rest[at + needle.len()..];
+            out.push_str(&rest[..at]);
+            if after.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                out.push_str(&needle);
+            } else {
+                out.push_str("expected ");
+                out.push_str(words);
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
+}
+
+/// Rust's number types as users would say them.
+const RUST_NUMBER_TYPES: &[(&str, &str)] = &[
+    (
+        "i64",
+        "a whole number from -9223372036854775808 to 9223372036854775807",
+    ),
+    (
+        "isize",
+        "a whole number from -9223372036854775808 to 9223372036854775807",
+    ),
+    ("i32", "a whole number from -2147483648 to 2147483647"),
+    ("i16", "a whole number from -32768 to 32767"),
+    ("i8", "a whole number from -128 to 127"),
+    ("u64", "a whole number from 0 to 18446744073709551615"),
+    ("usize", "a whole number from 0 to 18446744073709551615"),
+    ("u32", "a whole number from 0 to 4294967295"),
+    ("u16", "a whole number from 0 to 65535"),
+    ("u8", "a whole number from 0 to 255"),
+    ("f64", "a number"),
+    ("f32", "a number"),
+];
 
 fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {

@@ -43,6 +43,10 @@ const CASES: &[(&str, &str)] = &[
         r#"{"loadConcurrency": {"perNodeConfig": [{"number": 1e3}]}}"#,
     ),
     (
+        "large exponent for int (C1.7)",
+        r#"{"loadConcurrency": {"globalConfig": 1e+20}}"#,
+    ),
+    (
         "int64 overflow (C1.7)",
         r#"{"cachePVC": {"residentThresholdInMB": 9223372036854775808}}"#,
     ),
@@ -194,4 +198,22 @@ fn empty_object_is_the_default_configuration() {
     assert_eq!(loaded.config, NodeAgentConfig::default());
     assert!(loaded.findings.is_empty());
     assert_eq!(serde_json::to_string(&loaded.config).unwrap(), "{}");
+}
+
+#[test]
+fn wrong_number_types_are_named_in_words_not_rust_types() {
+    for text in [
+        r#"{"loadConcurrency": {"globalConfig": 1e+20}}"#,
+        r#"{"loadConcurrency": {"globalConfig": "2"}}"#,
+        r#"{"cachePVC": {"residentThresholdInMB": 9223372036854775808}}"#,
+    ] {
+        let Err(error) = affinity_translate::load_json(text) else {
+            panic!("{text} loads");
+        };
+        let error = error.to_string();
+        for rust in ["i64", "u64", "i32", "floating point"] {
+            assert!(!error.contains(rust), "{error}");
+        }
+        assert!(error.contains("expected a whole number from"), "{error}");
+    }
 }

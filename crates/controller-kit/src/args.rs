@@ -36,7 +36,8 @@ pub struct ControllerArgs {
     )]
     pub context: Option<String>,
 
-    /// Namespace to watch (default: the controller's own default).
+    /// Namespace to watch; each controller's help names which objects live
+    /// there and its default.
     #[arg(
         long,
         short = 'n',

@@ -153,7 +153,7 @@ async fn monitor(
                     tracing::error!(
                         lease = %config.lease_name,
                         identity = %config.identity,
-                        not_renewed_for = ?since,
+                        not_renewed_for_seconds = since.as_secs_f64(),
                         "could not renew the leader Lease in time (it may pass to another replica); shutting down"
                     );
                     shutdown.trigger(ShutdownReason::LeaseLost);

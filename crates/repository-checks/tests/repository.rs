@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use repository_checks::{
-    ALLOWED, Finding, find_behaviour_references, find_outside_references, find_rule_ids, markdown,
-    repository_root, rules, text_files,
+    ALLOWED, Finding, find_behaviour_references, find_debug_log_fields, find_outside_references,
+    find_rule_ids, markdown, repository_root, rules, text_files,
 };
 
 fn fail_on(what: &str, findings: &[Finding]) {
@@ -113,4 +113,62 @@ fn behaviour_anchors_named_in_any_text_resolve() {
         checked > 0,
         "no docs/behaviour/<file>#<anchor> found anywhere"
     );
+}
+
+#[test]
+fn controller_logs_carry_no_rust_debug_text() {
+    let mut findings = Vec::new();
+    for (path, text) in text_files(&repository_root()).unwrap() {
+        let controller_code = (path.starts_with("bins/")
+            || path.starts_with("crates/controller-kit/"))
+            && path.contains("/src/")
+            && path.ends_with(".rs");
+        if !controller_code {
+            continue;
+        }
+        for (line, call) in find_debug_log_fields(&text) {
+            findings.push(Finding {
+                path: path.clone(),
+                line,
+                message: format!("a log field in Rust debug form (`?`): {call}"),
+            });
+        }
+    }
+    fail_on(
+        "log fields that JSON logs would carry as Rust debug text",
+        &findings,
+    );
+}
+
+/// The documentation names Markdown files of this repository only: a bare
+/// `` `NAME.md` `` in docs/ or the README is a file here (upstream files are
+/// cited with their path in their repository).
+#[test]
+fn documentation_mentions_no_markdown_file_the_repository_lacks() {
+    let files = text_files(&repository_root()).unwrap();
+    let names: BTreeSet<&str> = files
+        .iter()
+        .filter_map(|(path, _)| path.rsplit('/').next())
+        .filter(|name| name.ends_with(".md"))
+        .collect();
+    let mut findings = Vec::new();
+    for (path, text) in &files {
+        if !(path.starts_with("docs/") || path == "README.md") || !path.ends_with(".md") {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            for mention in line.split('`').skip(1).step_by(2) {
+                let bare =
+                    mention.ends_with(".md") && !mention.contains('/') && !mention.contains(' ');
+                if bare && !names.contains(mention) {
+                    findings.push(Finding {
+                        path: path.clone(),
+                        line: i + 1,
+                        message: format!("`{mention}` is not a file of this repository"),
+                    });
+                }
+            }
+        }
+    }
+    fail_on("Markdown files named but missing", &findings);
 }

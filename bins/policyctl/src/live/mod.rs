@@ -158,18 +158,25 @@ async fn client(args: &LiveArgs) -> Result<(kube::Client, String), CommandError>
             let kubeconfig = Kubeconfig::read_from(path).map_err(|error| {
                 CommandError::Input(format!(
                     "--kubeconfig {file}: cannot read the kubeconfig: {}",
-                    chain(&error)
+                    chain_keeping_lines(&error)
                 ))
             })?;
+            let contexts = missing_context_hint(&kubeconfig, args.context.as_deref());
             Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
                 .map_err(|error| {
-                    CommandError::Input(format!("--kubeconfig {file}{context}: {}", chain(&error)))
+                    CommandError::Input(format!(
+                        "--kubeconfig {file}{context}: {}{contexts}",
+                        chain(&error)
+                    ))
                 })?
         }
         (None, Some(_)) => Config::from_kubeconfig(&options).await.map_err(|error| {
+            let contexts = Kubeconfig::read()
+                .map(|kubeconfig| missing_context_hint(&kubeconfig, args.context.as_deref()))
+                .unwrap_or_default();
             CommandError::Input(format!(
-                "the default kubeconfig (KUBECONFIG or ~/.kube/config){context}: {}",
+                "the default kubeconfig (KUBECONFIG or ~/.kube/config){context}: {}{contexts}",
                 chain(&error)
             ))
         })?,
@@ -360,7 +367,32 @@ impl List<'_> {
 }
 
 /// An error and its sources on one line.
-fn chain(error: &dyn std::error::Error) -> String {
+/// When `--context` names a context `kubeconfig` lacks: the contexts it
+/// has, to choose from (as `kubectl config get-contexts` lists them).
+fn missing_context_hint(kubeconfig: &kube::config::Kubeconfig, wanted: Option<&str>) -> String {
+    let Some(wanted) = wanted else {
+        return String::new();
+    };
+    let names: Vec<&str> = kubeconfig
+        .contexts
+        .iter()
+        .map(|context| context.name.as_str())
+        .collect();
+    if names.contains(&wanted) {
+        String::new()
+    } else if names.is_empty() {
+        format!("; there is no context {wanted:?}: the kubeconfig defines no contexts")
+    } else {
+        format!(
+            "; there is no context {wanted:?}: the kubeconfig's contexts are {}",
+            names.join(", ")
+        )
+    }
+}
+
+/// [`chain`] keeping the line breaks of the messages: a parser's excerpt
+/// of the offending lines stays readable.
+fn chain_keeping_lines(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(next) = source {
@@ -371,7 +403,12 @@ fn chain(error: &dyn std::error::Error) -> String {
         }
         source = next.source();
     }
-    text.replace('\n', " ")
+    text
+}
+
+/// An error and its causes on one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    chain_keeping_lines(error).replace('\n', " ")
 }
 
 #[cfg(test)]

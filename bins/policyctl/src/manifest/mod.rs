@@ -710,7 +710,7 @@ fn decode<T: DeserializeOwned>(
                 serde_path_to_error::Segment::Unknown => "?".to_owned(),
             })
             .collect();
-        let message = error.inner().to_string();
+        let message = affinity_translate::plain_type_message(&error.inner().to_string());
         let hint = if message.contains("expected a string") {
             unquoted_scalar_hint(lookup_value(value, &segments))
         } else {

@@ -123,7 +123,7 @@ fn yaml_documents(name: &str, text: &str) -> Result<Vec<Document>, ManifestError
     let markers = Markers::scan(text);
     let values: Vec<Spanned<Value>> =
         serde_saphyr::from_multiple_with_options(text, yaml_options(text.len()))
-            .map_err(|error| yaml_error(name, &markers, &error))?;
+            .map_err(|error| yaml_error(name, text, &markers, &error))?;
     Ok(values
         .into_iter()
         .map(|spanned| Document {
@@ -183,18 +183,37 @@ fn known(location: Option<Location>) -> Option<Location> {
 
 /// A YAML error as users read it: the file, the document, the line and
 /// column, what is wrong and what to do; never the parser's internals.
-fn yaml_error(name: &str, markers: &Markers, error: &YamlError) -> ManifestError {
+fn yaml_error(name: &str, text: &str, markers: &Markers, error: &YamlError) -> ManifestError {
     let location = known(error.location());
     let position = Position {
         document: location.map(|l| markers.document_at(l.line())),
         line: location.map(|l| l.line()),
         column: location.map(|l| l.column()),
     };
+    let mut message = yaml_message(error);
+    if !message.contains("cut short") && ends_mid_line(text, location.map(|l| l.line())) {
+        message.push_str(CUT_MID_LINE);
+    }
     ManifestError::Syntax {
         file: name.to_owned(),
         position,
-        message: yaml_message(error),
+        message,
     }
+}
+
+/// The hint for an error on the last line of a text that does not end in
+/// a newline (`kubectl get -o yaml` output always does).
+const CUT_MID_LINE: &str =
+    "; the file ends in the middle of a line, without a final newline: was it cut short?";
+
+/// Whether `text` ends without a newline and the error at `line` is on its
+/// last line (or the position is unknown).
+fn ends_mid_line(text: &str, line: Option<u64>) -> bool {
+    if text.is_empty() || text.ends_with('\n') {
+        return false;
+    }
+    let last = u64::try_from(text.lines().count()).unwrap_or(u64::MAX);
+    line.is_none_or(|line| line >= last)
 }
 
 const ALIAS_BOMB: &str = "refused: its aliases (`*name`) would expand to far more than the file holds (an alias bomb, \"billion laughs\"); kubectl never writes aliases — export the objects again with `kubectl get -o yaml`, or expand the aliases by hand";

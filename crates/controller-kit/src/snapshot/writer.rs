@@ -236,7 +236,8 @@ impl<I> Writer<'_, I> {
             }
         }
         if self.dry_run {
-            tracing::info!(dry_run = true, kind = %K::kind(&()), object = name, ?target, patch = %body, "would patch");
+            let subresource = (target == Target::Status).then_some("status");
+            tracing::info!(dry_run = true, kind = %K::kind(&()), object = name, subresource, patch = %body, "would patch");
             self.metrics.record_write("dry_run");
             return Ok(Written::DryRun);
         }
