@@ -356,6 +356,80 @@ pub fn find_outside_references(
     (findings, used)
 }
 
+/// The tracing macros whose fields [`find_debug_log_fields`] inspects.
+const LOG_MACROS: &[&str] = &[
+    "tracing::trace!(",
+    "tracing::debug!(",
+    "tracing::info!(",
+    "tracing::warn!(",
+    "tracing::error!(",
+];
+
+/// Log fields recorded in Rust debug form (`field = ?value` or `?value`) in
+/// the `tracing` macro calls of `text`, as (1-based line, the call's first
+/// line). JSON logs would carry such a value as Rust text (`Some("esx-04")`,
+/// `Reposition { from: 2, to: 1 }`): log numbers, booleans and strings
+/// (`%` with a readable `Display`) instead.
+pub fn find_debug_log_fields(text: &str) -> Vec<(usize, String)> {
+    let mut findings = Vec::new();
+    let mut from = 0;
+    while let Some((start, macro_name)) = LOG_MACROS
+        .iter()
+        .filter_map(|name| text[from..].find(name).map(|at| (from + at, *name)))
+        .min()
+    {
+        let args_start = start + macro_name.len();
+        let args = code_until_closing_paren(&text[args_start..]);
+        if args
+            .split(',')
+            .any(|field| field.trim_start().starts_with('?') || field.contains("= ?"))
+        {
+            let line = text[..start].matches('\n').count() + 1;
+            let first = text[start..].lines().next().unwrap_or_default().trim();
+            findings.push((line, first.to_owned()));
+        }
+        from = args_start;
+    }
+    findings
+}
+
+/// The code of `text` up to its first unbalanced `)`, with string literals
+/// and character literals left out (a `{:?}` in a message is not a field).
+fn code_until_closing_paren(text: &str) -> String {
+    let mut code = String::new();
+    let mut depth = 0usize;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                code.push_str("\"\"");
+            }
+            '(' | '[' | '{' => {
+                depth += 1;
+                code.push(c);
+            }
+            ')' | ']' | '}' => {
+                if depth == 0 {
+                    break;
+                }
+                depth -= 1;
+                code.push(c);
+            }
+            _ => code.push(c),
+        }
+    }
+    code
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,78 +532,4 @@ mod tests {
         let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, [4, 5]);
     }
-}
-
-/// The tracing macros whose fields [`find_debug_log_fields`] inspects.
-const LOG_MACROS: &[&str] = &[
-    "tracing::trace!(",
-    "tracing::debug!(",
-    "tracing::info!(",
-    "tracing::warn!(",
-    "tracing::error!(",
-];
-
-/// Log fields recorded in Rust debug form (`field = ?value` or `?value`) in
-/// the `tracing` macro calls of `text`, as (1-based line, the call's first
-/// line). JSON logs would carry such a value as Rust text (`Some("esx-04")`,
-/// `Reposition { from: 2, to: 1 }`): log numbers, booleans and strings
-/// (`%` with a readable `Display`) instead.
-pub fn find_debug_log_fields(text: &str) -> Vec<(usize, String)> {
-    let mut findings = Vec::new();
-    let mut from = 0;
-    while let Some((start, macro_name)) = LOG_MACROS
-        .iter()
-        .filter_map(|name| text[from..].find(name).map(|at| (from + at, *name)))
-        .min()
-    {
-        let args_start = start + macro_name.len();
-        let args = code_until_closing_paren(&text[args_start..]);
-        if args
-            .split(',')
-            .any(|field| field.trim_start().starts_with('?') || field.contains("= ?"))
-        {
-            let line = text[..start].matches('\n').count() + 1;
-            let first = text[start..].lines().next().unwrap_or_default().trim();
-            findings.push((line, first.to_owned()));
-        }
-        from = args_start;
-    }
-    findings
-}
-
-/// The code of `text` up to its first unbalanced `)`, with string literals
-/// and character literals left out (a `{:?}` in a message is not a field).
-fn code_until_closing_paren(text: &str) -> String {
-    let mut code = String::new();
-    let mut depth = 0usize;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                while let Some(c) = chars.next() {
-                    match c {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '"' => break,
-                        _ => {}
-                    }
-                }
-                code.push_str("\"\"");
-            }
-            '(' | '[' | '{' => {
-                depth += 1;
-                code.push(c);
-            }
-            ')' | ']' | '}' => {
-                if depth == 0 {
-                    break;
-                }
-                depth -= 1;
-                code.push(c);
-            }
-            _ => code.push(c),
-        }
-    }
-    code
 }
