@@ -287,6 +287,14 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
     ));
     if result.nodes.is_empty() {
         text.push_str("No copy was placed.\n");
+    } else if missing.is_empty() {
+        text.push_str(&table(
+            &["node", "copies"],
+            result
+                .nodes
+                .iter()
+                .map(|(node, n)| [node.clone(), n.to_string()]),
+        ));
     } else {
         text.push_str(&table(
             &["node", "copies", "note"],
@@ -398,7 +406,7 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
                     format!("not tried: the limit of {} copies was reached", result.max)
                 });
                 if let Some(note) = missing_keys_note(&missing) {
-                    reason = format!("{reason}. Not counted: {note}");
+                    reason = format!("{}. Not counted: {note}", reason.trim_end_matches('.'));
                 }
                 reasons.push([name.clone(), reason]);
                 document.insert(
@@ -438,8 +446,8 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
     if rows.is_empty() {
         return None;
     }
-    let text = format!(
-        "Each template copied until a copy fits nowhere, as `policyctl capacity --workload deployment/NAMESPACE/NAME` does:\n\n{}\nWhy the next replica does not fit:\n\n{}",
+    let any_uncounted = rows.iter().any(|row| row[5] != "-");
+    let spare_table = if any_uncounted {
         fitted_table(
             &[
                 "deployment",
@@ -447,10 +455,25 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
                 "anti-affinity key",
                 "more fit",
                 "new replicas on",
-                "not counted (node lacks the key)",
+                "not counted (no key)",
             ],
             rows,
-        ),
+        )
+    } else {
+        fitted_table(
+            &[
+                "deployment",
+                "replicas",
+                "anti-affinity key",
+                "more fit",
+                "new replicas on",
+            ],
+            rows.into_iter().map(|[a, b, c, d, e, _]| [a, b, c, d, e]),
+        )
+    };
+    let text = format!(
+        "Each template copied until a copy fits nowhere, as `policyctl capacity --workload deployment/NAMESPACE/NAME` does:\n\n{}\nWhy the next replica does not fit:\n\n{}",
+        spare_table,
         fitted_table(&["deployment", "reason"], reasons)
     );
     Some((text, json!(document)))

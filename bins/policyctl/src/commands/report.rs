@@ -199,6 +199,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
     let (running, agents_checked) =
         crate::commands::diagnose::node_agent_nodes_or_all(inventory, None);
     let mut rows = Vec::new();
+    let mut causes: Vec<[String; 2]> = Vec::new();
     let mut document = Map::new();
     let mut add = |kind: &str,
                    key: &ObjectKey,
@@ -278,7 +279,8 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                     .map(str::to_owned)
                     .collect();
                 let nodes_cell = if schedulable.is_empty() {
-                    format!("NONE: {}", no_node_cause(&diagnosis))
+                    causes.push([name.clone(), no_node_cause(&diagnosis)]);
+                    "NONE (why: below)".to_owned()
                 } else if agents_checked {
                     schedulable.join(", ")
                 } else {
@@ -390,14 +392,17 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
             Direction::Restore,
         );
     }
-    let note = if agents_checked || rows.is_empty() {
-        String::new()
-    } else {
-        format!(
+    let mut note = String::new();
+    if !causes.is_empty() {
+        note.push('\n');
+        note.push_str(&fitted_table(&["load", "why no node can run it"], causes));
+    }
+    if !agents_checked && !rows.is_empty() {
+        note.push_str(&format!(
             "\nNote: {}.\n",
             crate::commands::diagnose::NO_NODE_AGENT_PODS
-        )
-    };
+        ));
+    }
     if !agents_checked && !rows.is_empty() {
         document.insert(
             "notes".to_owned(),
@@ -441,11 +446,17 @@ fn no_node_cause(diagnosis: &affinity_translate::Diagnosis) -> String {
             only_agent.join(", ")
         );
     }
-    match diagnosis.nodes.iter().find(|n| !n.problems.is_empty()) {
-        Some(n) => format!(
-            "no node in the input matches (on {}: {})",
-            n.node, n.problems[0]
-        ),
+    // The first reason other than a missing node-agent, on the first node.
+    let first = diagnosis.nodes.iter().find_map(|n| {
+        n.problems
+            .iter()
+            .find(|p| **p != affinity_translate::Problem::NodeAgentNotRunning)
+            .map(|p| (n.node.as_str(), p))
+    });
+    match first {
+        Some((node, problem)) => {
+            format!("no node in the input matches its placement rules ({node}: {problem})")
+        }
         None => "the input has no Node".to_owned(),
     }
 }
