@@ -167,7 +167,7 @@ pub fn summary_violations(violations: &[Violation]) -> Vec<SummaryViolation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anti_affinity_placement::labels::SharedHost;
+    use anti_affinity_placement::labels::{RuleStrength, SharedHost};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
     fn pod(name: &str, owners: Vec<OwnerReference>) -> Pod {
@@ -222,10 +222,14 @@ mod tests {
                 SharedHost {
                     host: "esx1".into(),
                     pods: vec!["app/a".into(), "app/b".into()],
+                    rule: RuleStrength::Required,
+                    group: "app owner ReplicaSet/web-1".into(),
                 },
                 SharedHost {
                     host: "esx2".into(),
                     pods: vec!["gone/x".into(), "gone/y".into()],
+                    rule: RuleStrength::Required,
+                    group: "gone owner ReplicaSet/x".into(),
                 },
             ],
         };

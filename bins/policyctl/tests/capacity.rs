@@ -300,7 +300,12 @@ fn report_on_the_example_cluster_has_the_web_deployment() {
         ])
         .stdout,
     );
-    assert_eq!(web["moreReplicasFit"], pod["count"]);
+    // Every copy lands on worker-b3, which lacks the host key: none of
+    // them counts as a spare replica of the rule.
+    assert_eq!(pod["count"], 108);
+    assert_eq!(pod["copiesOnNodesMissingTopologyKey"], 108);
+    assert_eq!(web["moreReplicasFit"], 0);
+    assert_eq!(web["notCounted"]["copies"], pod["count"]);
 }
 
 /// One node with 1 CPU running a low-priority 800m pod.

@@ -7,7 +7,8 @@ use kube_validation::namespace_or_default;
 use serde::{Deserialize, Serialize};
 
 use crate::plugins::{SCORE_WEIGHTS, default_profile};
-use crate::profile::{CoreEval, evaluate, select, totals};
+use crate::pod_info::PodInfo;
+use crate::profile::{CoreEval, evaluate, evaluate_masked, select, totals};
 use crate::result::{Options, OptionsError, PluginScores, ScheduleResult};
 use crate::state::{ClusterState, PodId, StateError};
 use crate::volumes::StorageObjects;
@@ -49,27 +50,134 @@ pub struct BatchResult {
     pub placements: Vec<Placement>,
 }
 
+fn pod_priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
 impl ClusterState {
+    /// The filters and scores of `pod` as kube-scheduler runs them with
+    /// nominated pods (C.71, `RunFilterPluginsWithNominatedPods`): on a
+    /// node with pods nominated to it whose priority is at least the pod's
+    /// (other than the pod itself), the filters run first with those pods
+    /// added, and a node they reject keeps that rejection; the other nodes
+    /// are filtered and scored without them.
+    pub(crate) fn core_eval(&self, pod: &Pod, info: &PodInfo, opts: &Options) -> CoreEval {
+        let ahead = self.nominated_ahead_of(pod);
+        if ahead.is_empty() {
+            return evaluate(self, default_profile(), info, opts);
+        }
+        let mut with = self.clone();
+        with.nominated.clear();
+        for p in ahead {
+            // A nominated pod that cannot be added (its quantities do not
+            // parse) is left out, as for bound pods.
+            let _ = with.add_pod(p);
+        }
+        let rejected = evaluate(&with, default_profile(), info, opts).reasons;
+        evaluate_masked(self, default_profile(), info, opts, Some(&rejected))
+    }
+
+    /// The nominated pods that kube-scheduler adds when it filters `pod`:
+    /// priority at least the pod's, the pod itself excepted (C.71).
+    fn nominated_ahead_of(&self, pod: &Pod) -> Vec<&Pod> {
+        let own = pod_priority(pod);
+        let namespace = namespace_or_default(pod.metadata.namespace.as_deref());
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        self.nominated
+            .iter()
+            .filter(|p| pod_priority(p) >= own)
+            .filter(|p| {
+                !(namespace_or_default(p.metadata.namespace.as_deref()) == namespace
+                    && p.metadata.name.as_deref() == Some(name))
+            })
+            .collect()
+    }
+
+    /// `namespace/name` of the pods nominated to `node` that kube-scheduler
+    /// adds when it filters `pod` there (C.71), sorted.
+    pub fn nominated_ahead(&self, pod: &Pod, node: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .nominated_ahead_of(pod)
+            .into_iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+            .map(|p| {
+                format!(
+                    "{}/{}",
+                    namespace_or_default(p.metadata.namespace.as_deref()),
+                    p.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The pod's nominated node when it passes every filter there: kube-
+    /// scheduler tries that node first and takes it (C.71,
+    /// `evaluateNominatedNode`).
+    fn nominated_fit(&self, pod: &Pod, core: &CoreEval) -> Option<u32> {
+        let node = crate::skip::nominated_node(pod)?;
+        let index = self.node_index(node)?;
+        let clean = core.error.is_none() && core.all_nodes.is_none();
+        (clean
+            && core
+                .reasons
+                .get(index as usize)
+                .is_some_and(Option::is_none))
+        .then_some(index)
+    }
+
     /// Filter and score `pod` over the cluster (the pod is evaluated as
-    /// incoming; it must not be one of the placed pods).
+    /// incoming; it must not be one of the placed pods). A pod
+    /// kube-scheduler would not try ([`crate::scheduling_skip`], C.70) is
+    /// not evaluated: the result only names the reason (`skipped`).
     pub fn evaluate(&self, pod: &Pod, opts: &Options) -> Result<ScheduleResult, ScheduleError> {
         opts.validate()?;
         let info = self.compile_pod(pod);
-        let core = evaluate(self, default_profile(), &info, opts);
-        Ok(self.to_result(info.key(), &core))
+        if let Some(skip) = crate::skip::scheduling_skip(pod) {
+            return Ok(ScheduleResult {
+                pod: info.key(),
+                skipped: Some(skip),
+                ..Default::default()
+            });
+        }
+        let core = self.core_eval(pod, &info, opts);
+        let mut result = self.to_result(info.key(), &core);
+        if let Some(index) = self.nominated_fit(pod, &core) {
+            let name = self.nodes[index as usize].name.clone();
+            result.selected = Some(name.clone());
+            result.nominated_node = Some(name);
+        }
+        Ok(result)
     }
 
-    /// Evaluate `pod`, bind it to the selected node and add it to the state.
+    /// Evaluate `pod`, bind it to the selected node and add it to the state
+    /// (its nomination, if any, is then forgotten). A pod kube-scheduler
+    /// would not try (C.70) stays pending with that reason.
     pub fn place(&mut self, pod: &Pod, opts: &Options) -> Result<Placement, ScheduleError> {
         opts.validate()?;
         let mut info = self.compile_pod(pod);
         let key = info.key();
-        let core = evaluate(self, default_profile(), &info, opts);
-        match select(self, &core) {
+        if let Some(skip) = crate::skip::scheduling_skip(pod) {
+            return Ok(Placement {
+                pod: key,
+                node: None,
+                reason: Some(skip.to_string()),
+            });
+        }
+        let core = self.core_eval(pod, &info, opts);
+        match self
+            .nominated_fit(pod, &core)
+            .or_else(|| select(self, &core))
+        {
             Some(node) => {
                 let name = self.nodes[node as usize].name.clone();
                 info.node_name = Some(name.clone());
                 self.add_pod_info(std::sync::Arc::new(info))?;
+                self.remove_nominated_pod(
+                    namespace_or_default(pod.metadata.namespace.as_deref()),
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                );
                 Ok(Placement {
                     pod: key,
                     node: Some(name),

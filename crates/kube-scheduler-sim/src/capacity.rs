@@ -12,6 +12,11 @@
 //! state), and without `spec.nodeName`, `status`, `uid`, `resourceVersion`,
 //! `generateName`, `deletionTimestamp` and `managedFields`. Everything else
 //! (labels, annotations, owner references, the whole spec) is kept.
+//!
+//! Copies kube-scheduler would not try (another `spec.schedulerName`,
+//! `spec.schedulingGates`, C.70) are not placed: the count is 0 and
+//! [`Capacity::skipped`] says why. Pending pods nominated to a node with a
+//! priority at least the copies' keep their room there (C.71).
 
 use std::collections::BTreeMap;
 
@@ -47,6 +52,11 @@ pub struct Capacity {
     pub reason: Option<String>,
     /// Every placed copy (its name and node), in placement order.
     pub copies: Vec<Placement>,
+    /// Why kube-scheduler would not try the copies at all (another
+    /// scheduler name or scheduling gates, C.70): no copy is placed and
+    /// `reason` says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<crate::skip::SchedulingSkip>,
 }
 
 /// The copy of `pod` named `name` (see the module documentation).
@@ -101,6 +111,11 @@ impl ClusterState {
             max,
             ..Default::default()
         };
+        if let Some(skip) = crate::skip::scheduling_skip(&capacity_copy(pod, name)) {
+            result.reason = Some(skip.to_string());
+            result.skipped = Some(skip);
+            return Ok(result);
+        }
         let mut next = 1;
         while result.count < max {
             let (copy_name, i) = self.free_copy_name(namespace, name, next);

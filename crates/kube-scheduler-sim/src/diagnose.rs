@@ -53,7 +53,6 @@ pub fn diagnose(
     let node = state.node_index(node_name)?;
     let mut info = state.compile_pod(pod);
     let key = info.key();
-    let core = evaluate(state, default_profile(), &info, opts);
     let mut d = Diagnosis {
         pod: key,
         node: node_name.to_owned(),
@@ -62,6 +61,11 @@ pub fn diagnose(
         message: None,
         explanation: String::new(),
     };
+    if let Some(skip) = crate::skip::scheduling_skip(pod) {
+        d.explanation = skip.to_string();
+        return Some(d);
+    }
+    let core = evaluate(state, default_profile(), &info, opts);
     if let Some(e) = &core.error {
         d.explanation = format!("the pod cannot be scheduled at all: {e}");
         return Some(d);
@@ -79,6 +83,19 @@ pub fn diagnose(
             }
         };
         d.message = Some(m);
+        return Some(d);
+    }
+    if core.reasons[node as usize].is_none()
+        && let Some(held) = state.core_eval(pod, &info, opts).reasons[node as usize].as_ref()
+    {
+        // Only the pods nominated to the node reject it (C.71).
+        let message = held.failure().message;
+        d.plugin = Some(held.plugin);
+        d.explanation = format!(
+            "room on this node is kept for the pending pods nominated to it with a priority at least the pod's ({}): {message}",
+            state.nominated_ahead(pod, node_name).join(", ")
+        );
+        d.message = Some(message);
         return Some(d);
     }
     let Some(rejection) = core.reasons[node as usize].clone() else {

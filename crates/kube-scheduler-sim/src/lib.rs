@@ -72,6 +72,7 @@ mod ports;
 mod profile;
 pub mod resources;
 mod result;
+mod skip;
 mod state;
 pub mod volumes;
 mod workloads;
@@ -93,6 +94,7 @@ pub use pod_info::PodInfo;
 pub use result::{
     Code, Failure, Options, OptionsError, Plugin, PluginScores, ScheduleResult, Scores,
 };
+pub use skip::{DEFAULT_SCHEDULER_NAME, SchedulingSkip, nominated_node, scheduling_skip};
 pub use state::{ClusterState, PodId, StateError};
 pub use volumes::StorageObjects;
 pub use workloads::Workloads;

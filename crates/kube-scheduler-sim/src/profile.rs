@@ -123,6 +123,20 @@ pub(crate) fn evaluate(
     pod: &PodInfo,
     opts: &Options,
 ) -> CoreEval {
+    evaluate_masked(state, profile, pod, opts, None)
+}
+
+/// [`evaluate`], except that a node with a rejection in `pre_rejected`
+/// (aligned with the state's nodes) keeps that rejection without running
+/// the filters: the nodes that a run with the nominated pods added
+/// rejected (C.71).
+pub(crate) fn evaluate_masked(
+    state: &ClusterState,
+    profile: &Profile,
+    pod: &PodInfo,
+    opts: &Options,
+    pre_rejected: Option<&[Option<Rejection>]>,
+) -> CoreEval {
     let n = state.nodes.len();
     let mut out = CoreEval {
         error: None,
@@ -157,7 +171,9 @@ pub(crate) fn evaluate(
     }
     for (i, reason) in out.reasons.iter_mut().enumerate() {
         let node = i as u32;
-        *reason = filters.iter().find_map(|f| f(node));
+        *reason = pre_rejected
+            .and_then(|rejected| rejected.get(i).cloned().flatten())
+            .or_else(|| filters.iter().find_map(|f| f(node)));
     }
     drop(filters);
     let feasible = out.reasons.iter().filter(|r| r.is_none()).count();

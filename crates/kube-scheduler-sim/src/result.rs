@@ -275,4 +275,13 @@ pub struct ScheduleResult {
     /// `0/3 nodes are available: 1 Insufficient cpu, 1 node(s) were
     /// unschedulable.`
     pub summary: Option<String>,
+    /// Why kube-scheduler would not try the pod at all (C.70); nothing
+    /// else is filled in then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<crate::skip::SchedulingSkip>,
+    /// The pod's `status.nominatedNodeName` when it passes every filter
+    /// there: kube-scheduler takes that node without comparing scores
+    /// (C.71), so it is `selected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominated_node: Option<String>,
 }

@@ -172,6 +172,9 @@ pub struct ClusterState {
     pub(crate) image_states: HashMap<String, (i64, u32)>,
     /// Services, ReplicationControllers, ReplicaSets, StatefulSets (C.46).
     pub(crate) workloads: WorkloadIndex,
+    /// Pending pods nominated to a node (`status.nominatedNodeName`, C.71),
+    /// each with `spec.nodeName` set to that node, in the order added.
+    pub(crate) nominated: Vec<Pod>,
 }
 
 static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
@@ -227,6 +230,7 @@ impl ClusterState {
             state.upsert_namespace(ns);
         }
         for p in pods {
+            state.add_nominated_pod(p);
             match state.add_pod(p) {
                 Err(e @ StateError::InvalidQuantity { .. }) if strict => return Err(e),
                 // Pending pods and pods on unknown nodes are not part of the snapshot (0.1).
@@ -234,6 +238,38 @@ impl ClusterState {
             }
         }
         Ok(state)
+    }
+
+    /// Record `pod` as nominated to its `status.nominatedNodeName` (C.71)
+    /// when it is pending, kube-scheduler would try it, and the node is in
+    /// the state; returns whether it was recorded. A pod of the same
+    /// namespace and name recorded before is replaced.
+    pub fn add_nominated_pod(&mut self, pod: &Pod) -> bool {
+        let Some(node) = crate::skip::nominated_node(pod) else {
+            return false;
+        };
+        if self.node_index(node).is_none() {
+            return false;
+        }
+        let mut copy = pod.clone();
+        if let Some(spec) = copy.spec.as_mut() {
+            spec.node_name = Some(node.to_owned());
+        }
+        let key = nominated_key(&copy);
+        self.nominated.retain(|p| nominated_key(p) != key);
+        self.nominated.push(copy);
+        true
+    }
+
+    /// Forget the nomination of the pod `namespace/name` (it was placed).
+    pub fn remove_nominated_pod(&mut self, namespace: &str, name: &str) {
+        self.nominated
+            .retain(|p| nominated_key(p) != (namespace, name));
+    }
+
+    /// The pods nominated to a node, with `spec.nodeName` set to it (C.71).
+    pub fn nominated_pods(&self) -> &[Pod] {
+        &self.nominated
     }
 
     /// Add a node. Its labels become topology pairs.
@@ -759,4 +795,12 @@ fn bump(m: &mut IdMap<u32, u32>, k: u32, delta: i32) {
     if *e == 0 {
         m.remove(&k);
     }
+}
+
+/// `(namespace, name)` of a pod, the namespace defaulted.
+fn nominated_key(pod: &Pod) -> (&str, &str) {
+    (
+        kube_validation::namespace_or_default(pod.metadata.namespace.as_deref()),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    )
 }

@@ -14,6 +14,12 @@
 //!
 //! The report's section on Deployments with required host or zone pod
 //! anti-affinity runs the same computation for each such Deployment.
+//!
+//! Copies placed on a node that lacks a topology key of the pod's pod
+//! (anti-)affinity rules are flagged: kube-scheduler places them (such a
+//! node is in no domain of the key), but they are not kept apart as the rule
+//! intends. `capacity` names them; the report does not count them as spare
+//! replicas and says why.
 
 use std::collections::BTreeMap;
 
@@ -102,6 +108,93 @@ fn state(inventory: &Inventory) -> Result<ClusterState, String> {
     Ok(state)
 }
 
+/// The topology keys of the pod's pod affinity and anti-affinity terms,
+/// required and preferred, sorted and without duplicates.
+fn affinity_topology_keys(pod: &Pod) -> Vec<String> {
+    let Some(affinity) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (required, preferred) in [
+        affinity.pod_affinity.as_ref().map(|a| {
+            (
+                &a.required_during_scheduling_ignored_during_execution,
+                &a.preferred_during_scheduling_ignored_during_execution,
+            )
+        }),
+        affinity.pod_anti_affinity.as_ref().map(|a| {
+            (
+                &a.required_during_scheduling_ignored_during_execution,
+                &a.preferred_during_scheduling_ignored_during_execution,
+            )
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        keys.extend(required.iter().flatten().map(|t| t.topology_key.clone()));
+        keys.extend(
+            preferred
+                .iter()
+                .flatten()
+                .map(|t| t.pod_affinity_term.topology_key.clone()),
+        );
+    }
+    keys.retain(|k| !k.is_empty());
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Copies placed on nodes that lack a topology key of the pod's pod
+/// (anti-)affinity rules, by node, with the keys each lacks. kube-scheduler
+/// places them (a node without the key is in no domain, so the rule neither
+/// counts nor blocks pods there), but they do not have the separation the
+/// rule asks for: these copies are not spare capacity of that rule.
+fn copies_missing_keys(
+    inventory: &Inventory,
+    pod: &Pod,
+    result: &Capacity,
+) -> BTreeMap<String, (usize, Vec<String>)> {
+    let keys = affinity_topology_keys(pod);
+    let mut out = BTreeMap::new();
+    if keys.is_empty() {
+        return out;
+    }
+    for (node, count) in &result.nodes {
+        let labels = inventory
+            .nodes
+            .get(&ObjectKey::cluster(node))
+            .and_then(|located| located.object.metadata.labels.as_ref());
+        let missing: Vec<String> = keys
+            .iter()
+            .filter(|key| labels.is_none_or(|labels| !labels.contains_key(key.as_str())))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            out.insert(node.clone(), (*count, missing));
+        }
+    }
+    out
+}
+
+/// The sentence on copies placed where a topology key is missing, or
+/// `None` when there are none.
+fn missing_keys_note(missing: &BTreeMap<String, (usize, Vec<String>)>) -> Option<String> {
+    if missing.is_empty() {
+        return None;
+    }
+    let total: usize = missing.values().map(|(n, _)| n).sum();
+    let places = missing
+        .iter()
+        .map(|(node, (n, keys))| format!("{n} on {node} (no label {})", keys.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(format!(
+        "{total} of them land only on nodes without a topology key the pod's affinity rules use: {places}. kube-scheduler would place them (a node without the key is in no topology domain, so the rule neither counts nor blocks pods there), but they are not kept apart as the rule intends; label the node(s) to count them."
+    ))
+}
+
 /// Capacity of `pod` over a copy of `state`.
 fn compute(state: &ClusterState, pod: &Pod, max: usize) -> Result<Capacity, String> {
     state
@@ -113,6 +206,9 @@ fn compute(state: &ClusterState, pod: &Pod, max: usize) -> Result<Capacity, Stri
 /// `N more copies fit` and what stopped the run, in one sentence.
 fn outcome(result: &Capacity) -> String {
     let copies = if result.count == 1 { "copy" } else { "copies" };
+    if let Some(skip) = &result.skipped {
+        return format!("kube-scheduler does not place these pods: {skip}");
+    }
     match &result.reason {
         _ if result.limit_reached => format!(
             "{} {copies} fit; stopped at the limit of {} copies (--max), so more may fit",
@@ -155,7 +251,8 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
     let name = pod.metadata.name.clone().unwrap_or_default();
     let namespace = namespace_or_default(pod.metadata.namespace.as_deref());
     let copy_names = format!("{namespace}/{name}-copy-<i>");
-    let document = json!({
+    let missing = copies_missing_keys(inventory, &pod, &result);
+    let mut document = json!({
         "source": source,
         "boundTo": bound_to,
         "count": result.count,
@@ -164,7 +261,12 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
         "nodes": result.nodes,
         "reason": result.reason,
         "copyNames": copy_names,
+        "copiesOnNodesMissingTopologyKey": missing.values().map(|(n, _)| n).sum::<usize>(),
+        "nodesMissingTopologyKey": missing.iter().map(|(node, (_, keys))| (node.clone(), json!(keys))).collect::<serde_json::Map<_, _>>(),
     });
+    if let Some(skip) = &result.skipped {
+        document["skipped"] = json!({"kind": skip.label(), "message": skip.to_string()});
+    }
     let what = match (&args.pod, &args.workload) {
         (Some(pod_ref), _) => match &bound_to {
             Some(node) => format!(
@@ -175,19 +277,37 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
         (None, Some(workload)) => format!("{workload} (its pod template)"),
         (None, None) => String::new(),
     };
-    let mut text = format!(
-        "{what}:\n{}\nCopies are named {copy_names} and carry the pod's labels.\n\n",
-        outcome(&result)
-    );
+    let mut text = format!("{what}:\n{}\n", outcome(&result));
+    if let Some(note) = missing_keys_note(&missing) {
+        text.push_str(&note);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "Copies are named {copy_names} and carry the pod's labels.\n\n"
+    ));
     if result.nodes.is_empty() {
         text.push_str("No copy was placed.\n");
-    } else {
+    } else if missing.is_empty() {
         text.push_str(&table(
             &["node", "copies"],
             result
                 .nodes
                 .iter()
                 .map(|(node, n)| [node.clone(), n.to_string()]),
+        ));
+    } else {
+        text.push_str(&table(
+            &["node", "copies", "note"],
+            result.nodes.iter().map(|(node, n)| {
+                [
+                    node.clone(),
+                    n.to_string(),
+                    missing
+                        .get(node)
+                        .map(|(_, keys)| format!("no label {}", keys.join(", ")))
+                        .unwrap_or_default(),
+                ]
+            }),
         ));
     }
     Ok(Output {
@@ -246,9 +366,15 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
             .and_then(|state| compute(state, &pod, DEFAULT_MAX_COPIES));
         match outcome {
             Ok(result) => {
+                // Copies on nodes without a key of the pod's rules are not
+                // spare replicas of the rule: counted apart, with the reason.
+                let missing = copies_missing_keys(inventory, &pod, &result);
+                let uncounted: usize = missing.values().map(|(n, _)| n).sum();
+                let counted = result.count - uncounted;
                 let nodes = result
                     .nodes
                     .iter()
+                    .filter(|(node, _)| !missing.contains_key(*node))
                     .map(|(node, n)| format!("{node} ×{n}"))
                     .collect::<Vec<_>>()
                     .join(", ");
@@ -257,30 +383,45 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
                     replicas.to_string(),
                     keys.join(", "),
                     if result.limit_reached {
-                        format!("{}+", result.count)
+                        format!("{counted}+")
                     } else {
-                        result.count.to_string()
+                        counted.to_string()
                     },
                     if nodes.is_empty() {
                         "-".to_owned()
                     } else {
                         nodes
                     },
+                    if missing.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        missing
+                            .iter()
+                            .map(|(node, (n, _))| format!("{node} ×{n}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
                 ]);
-                reasons.push([
-                    name.clone(),
-                    result.reason.clone().unwrap_or_else(|| {
-                        format!("not tried: the limit of {} copies was reached", result.max)
-                    }),
-                ]);
+                let mut reason = result.reason.clone().unwrap_or_else(|| {
+                    format!("not tried: the limit of {} copies was reached", result.max)
+                });
+                if let Some(note) = missing_keys_note(&missing) {
+                    reason = format!("{}. Not counted: {note}", reason.trim_end_matches('.'));
+                }
+                reasons.push([name.clone(), reason]);
                 document.insert(
                     name,
                     json!({
                         "replicas": replicas,
                         "antiAffinityKeys": keys,
-                        "moreReplicasFit": result.count,
+                        "moreReplicasFit": counted,
                         "limitReached": result.limit_reached,
-                        "nodes": result.nodes,
+                        "nodes": result.nodes.iter().filter(|(node, _)| !missing.contains_key(*node)).collect::<BTreeMap<_, _>>(),
+                        "notCounted": {
+                            "copies": uncounted,
+                            "nodes": missing.iter().map(|(node, (n, keys))| (node.clone(), json!({"copies": n, "missingLabels": keys}))).collect::<serde_json::Map<_, _>>(),
+                            "reason": missing_keys_note(&missing),
+                        },
                         "reason": result.reason,
                     }),
                 );
@@ -290,6 +431,7 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
                     name.clone(),
                     replicas.to_string(),
                     keys.join(", "),
+                    "-".to_owned(),
                     "-".to_owned(),
                     "-".to_owned(),
                 ]);
@@ -304,8 +446,20 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
     if rows.is_empty() {
         return None;
     }
-    let text = format!(
-        "Each template copied until a copy fits nowhere, as `policyctl capacity --workload deployment/NAMESPACE/NAME` does:\n\n{}\nWhy the next replica does not fit:\n\n{}",
+    let any_uncounted = rows.iter().any(|row| row[5] != "-");
+    let spare_table = if any_uncounted {
+        fitted_table(
+            &[
+                "deployment",
+                "replicas",
+                "anti-affinity key",
+                "more fit",
+                "new replicas on",
+                "not counted (no key)",
+            ],
+            rows,
+        )
+    } else {
         fitted_table(
             &[
                 "deployment",
@@ -314,8 +468,12 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
                 "more fit",
                 "new replicas on",
             ],
-            rows,
-        ),
+            rows.into_iter().map(|[a, b, c, d, e, _]| [a, b, c, d, e]),
+        )
+    };
+    let text = format!(
+        "Each template copied until a copy fits nowhere, as `policyctl capacity --workload deployment/NAMESPACE/NAME` does:\n\n{}\nWhy the next replica does not fit:\n\n{}",
+        spare_table,
         fitted_table(&["deployment", "reason"], reasons)
     );
     Some((text, json!(document)))

@@ -33,7 +33,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use affinity_translate::{NodeAgentConfig, NodeOs, PodFragment, diagnose as diagnose_fragment};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube_adapters::meta::namespace_or_default;
-use kube_scheduler_sim::{ClusterState, Code, Options, Plugin, diagnose as diagnose_scheduling};
+use kube_scheduler_sim::{
+    ClusterState, Code, Options, Plugin, diagnose as diagnose_scheduling, nominated_node,
+    scheduling_skip,
+};
 use serde_json::json;
 
 use crate::cli::ObjectRef;
@@ -66,6 +69,23 @@ pub fn diagnose(
     options: &Options,
 ) -> Result<BTreeMap<String, NodeFinding>, CommandError> {
     let pod = require_pod(inventory, pod_ref)?;
+    if let Some(skip) = scheduling_skip(pod) {
+        // kube-scheduler never tries the pod: no node is examined (C.70).
+        return Ok(inventory
+            .nodes
+            .keys()
+            .map(|node| {
+                (
+                    node.name.clone(),
+                    NodeFinding {
+                        fits: false,
+                        problems: vec![skip.to_string()],
+                        preemption_victims: Vec::new(),
+                    },
+                )
+            })
+            .collect());
+    }
     let cluster = Cluster::from_inventory(inventory);
     let others: Vec<Pod> = cluster
         .pods
@@ -89,7 +109,7 @@ pub fn diagnose(
         spec.node_name = None;
     }
     let data_mover = data_mover_fragment(config, inventory, pod)?.map(|fragment| {
-        let running = running_node_agents(inventory, Some(&pod_ref.namespace));
+        let (running, _) = node_agent_nodes_or_all(inventory, Some(&pod_ref.namespace));
         diagnose_fragment(&fragment, &cluster.nodes, &running)
     });
     let mut result = BTreeMap::new();
@@ -321,6 +341,47 @@ fn fragment_from_spec(
     })
 }
 
+/// What a data-mover verdict says when the input has no node-agent pod at
+/// all: whether one runs on each node is then unknown, not "no".
+pub const NO_NODE_AGENT_PODS: &str = "the input has no node-agent pods (label name=node-agent or name=node-agent-windows), so whether a node-agent runs on each node is unknown and was not checked; add them (kubectl get pods -n velero -l name=node-agent -o yaml)";
+
+/// Whether the input has any node-agent pod (label `name=node-agent` or
+/// `name=node-agent-windows`, in any phase), optionally only in one
+/// namespace.
+pub fn node_agent_pods_in_input(inventory: &Inventory, namespace: Option<&str>) -> bool {
+    inventory
+        .pods
+        .iter()
+        .filter(|(key, _)| namespace.is_none_or(|ns| key.namespace == ns))
+        .any(|(_, located)| is_node_agent(&located.object))
+}
+
+/// The nodes to treat as running a node-agent: those with a running and
+/// ready node-agent pod, or, when the input has no node-agent pod at all,
+/// every node (the check is skipped and [`NO_NODE_AGENT_PODS`] says so).
+/// The flag is whether the check was made.
+pub fn node_agent_nodes_or_all(
+    inventory: &Inventory,
+    namespace: Option<&str>,
+) -> (BTreeSet<String>, bool) {
+    if node_agent_pods_in_input(inventory, namespace) {
+        (running_node_agents(inventory, namespace), true)
+    } else {
+        (
+            inventory.nodes.keys().map(|key| key.name.clone()).collect(),
+            false,
+        )
+    }
+}
+
+fn is_node_agent(pod: &Pod) -> bool {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get("name"))
+        .is_some_and(|name| name == "node-agent" || name == "node-agent-windows")
+}
+
 /// Nodes where a Running and ready node-agent pod (label `name=node-agent`
 /// or `name=node-agent-windows`) is, optionally only in one namespace.
 pub fn running_node_agents(inventory: &Inventory, namespace: Option<&str>) -> BTreeSet<String> {
@@ -329,13 +390,7 @@ pub fn running_node_agents(inventory: &Inventory, namespace: Option<&str>) -> BT
         .iter()
         .filter(|(key, _)| namespace.is_none_or(|ns| key.namespace == ns))
         .map(|(_, located)| &located.object)
-        .filter(|p| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|labels| labels.get("name"))
-                .is_some_and(|name| name == "node-agent" || name == "node-agent-windows")
-        })
+        .filter(|p| is_node_agent(p))
         .filter(|p| is_running_and_ready(p))
         .filter_map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()))
         .collect()
@@ -369,7 +424,9 @@ pub fn run(
         .filter(|(_, f)| f.fits)
         .map(|(n, _)| n)
         .collect();
-    let document = json!({
+    let skip = scheduling_skip(pod);
+    let nominated = nominated_node(pod).map(str::to_owned);
+    let mut document = json!({
         "pod": pod_ref.to_string(),
         "phase": phase,
         "nodeName": node,
@@ -386,6 +443,25 @@ pub fn run(
             (name.clone(), node)
         }).collect::<serde_json::Map<_, _>>(),
     });
+    if let Some(skip) = &skip {
+        document["skipped"] = json!({"kind": skip.label(), "message": skip.to_string()});
+        return Ok(Output {
+            document,
+            table: format!(
+                "Pod {pod_ref} (phase {}): kube-scheduler does not try to place it, so no node is examined:\n{skip}\n",
+                phase.as_deref().unwrap_or("unknown"),
+            ),
+        });
+    }
+    if let Some(nominated) = &nominated {
+        document["nominatedNodeName"] = json!(nominated);
+    }
+    let unchecked_agents = data_mover_fragment(config, inventory, pod)?.is_some()
+        && !node_agent_pods_in_input(inventory, Some(&pod_ref.namespace));
+    if unchecked_agents {
+        document["nodeAgents"] = json!("not in input");
+        document["notes"] = json!([NO_NODE_AGENT_PODS]);
+    }
     let mut text = format!(
         "Pod {pod_ref} (phase {}): {} node(s) can run it{}\n\n",
         phase.as_deref().unwrap_or("unknown"),
@@ -403,6 +479,18 @@ pub fn run(
             )
         }
     );
+    if let Some(nominated) = &nominated {
+        let fits_there = findings.get(nominated).is_some_and(|f| f.fits);
+        text.truncate(text.trim_end().len());
+        text.push_str(&format!(
+            "\nNominated node {nominated} (status.nominatedNodeName): {}\n\n",
+            if fits_there {
+                "the pod fits there, and kube-scheduler takes it without comparing scores"
+            } else {
+                "the pod does not fit there, so kube-scheduler tries every node"
+            }
+        ));
+    }
     text.push_str(&table(
         &["node", "fits", "first failing requirement"],
         findings.iter().map(|(name, f)| {
@@ -413,6 +501,9 @@ pub fn run(
             ]
         }),
     ));
+    if unchecked_agents {
+        text.push_str(&format!("\nNote: {NO_NODE_AGENT_PODS}.\n"));
+    }
     let hints: Vec<(&String, &NodeFinding)> = findings
         .iter()
         .filter(|(_, f)| !f.preemption_victims.is_empty())

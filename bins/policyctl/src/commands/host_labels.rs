@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anti_affinity_placement::labels::{
-    HostLabelConfig, HostLabelsReport, LabelKey, MachineLabelSync, sanitize,
+    HostLabelConfig, HostLabelsReport, LabelKey, MachineLabelSync, RuleStrength, sanitize,
 };
 use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use kube_adapters::capi::{host_map, machine_label_plans};
@@ -302,6 +302,13 @@ pub fn document(labels: &HostLabels) -> Value {
             "sharedHosts": report.audit.shared_hosts.iter().map(|shared| json!({
                 "host": shared.host,
                 "pods": shared.pods,
+                "rule": shared.rule.as_str(),
+                "group": shared.group,
+            })).collect::<Vec<_>>(),
+            "preferredSummary": preferred_summary(&report.audit).iter().map(|group| json!({
+                "group": group.group,
+                "hosts": group.hosts,
+                "pods": group.pods,
             })).collect::<Vec<_>>(),
         },
     });
@@ -312,6 +319,37 @@ pub fn document(labels: &HostLabels) -> Value {
         document["warnings"] = json!(labels.warnings);
     }
     document
+}
+
+/// The replicas of one group whose rule on the host key is only
+/// preferred, over every host they share.
+pub struct PreferredGroup {
+    /// The group (`namespace owner KIND/NAME`, or its selector).
+    pub group: String,
+    /// Hosts with two or more of its replicas.
+    pub hosts: usize,
+    /// Replicas on those hosts.
+    pub pods: usize,
+}
+
+/// One entry per group with only preferred rules, sorted by group.
+pub fn preferred_summary(audit: &anti_affinity_placement::labels::Audit) -> Vec<PreferredGroup> {
+    let mut groups: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for shared in &audit.shared_hosts {
+        if shared.rule == RuleStrength::Preferred {
+            let entry = groups.entry(shared.group.as_str()).or_default();
+            entry.0 += 1;
+            entry.1 += shared.pods.len();
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(group, (hosts, pods))| PreferredGroup {
+            group: group.to_owned(),
+            hosts,
+            pods,
+        })
+        .collect()
 }
 
 /// The people's view of a report.
@@ -361,13 +399,36 @@ pub fn table_text(labels: &HostLabels) -> String {
                 ]
             })
             .collect();
-        rows.extend(audit.shared_hosts.iter().map(|shared| {
+        // Required rules: every shared host (a label problem). Preferred
+        // rules allow sharing: one line per workload.
+        rows.extend(
+            audit
+                .shared_hosts
+                .iter()
+                .filter(|shared| shared.rule == RuleStrength::Required)
+                .map(|shared| {
+                    [
+                        format!("shared host {} (required rule)", shared.host),
+                        shared.pods.join(", "),
+                    ]
+                }),
+        );
+        let preferred = preferred_summary(audit);
+        rows.extend(preferred.iter().map(|group| {
             [
-                format!("shared host {}", shared.host),
-                shared.pods.join(", "),
+                "preferred rule only".to_owned(),
+                format!(
+                    "{}: {} replicas share {} host(s), which the rule allows",
+                    group.group, group.pods, group.hosts
+                ),
             ]
         }));
         text.push_str(&fitted_table(&["finding", "detail"], rows));
+        if !preferred.is_empty() {
+            text.push_str(
+                "\nPreferred rules are summarised per workload; every shared host with its pods is in -o json (audit.sharedHosts, rule \"preferred\").\n",
+            );
+        }
     }
     text
 }

@@ -3,7 +3,6 @@
 //! backup queue, load admission, host labels and the host anti-affinity audit, VM placement
 //! — after a summary of the input.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 
 use affinity_translate::{BackupVolume, NodeAgentConfig, NodeOs, backup_fragment, diagnose};
@@ -197,16 +196,50 @@ fn backup_fragment_from_class(
 /// `spec.csiSnapshot.storageClass`.
 fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Value) {
     let nodes: Vec<Node> = inventory.nodes.values().map(|l| l.object.clone()).collect();
-    let running = node_agent_nodes(inventory);
+    let (running, agents_checked) =
+        crate::commands::diagnose::node_agent_nodes_or_all(inventory, None);
     let mut rows = Vec::new();
+    let mut causes: Vec<[String; 2]> = Vec::new();
     let mut document = Map::new();
     let mut add = |kind: &str,
                    key: &ObjectKey,
                    phase: String,
                    pvc: Option<ObjectKey>,
                    own_class: Option<&str>,
+                   data_mover: Option<&str>,
                    direction| {
         let name = format!("{kind}/{key}");
+        if !velero_api::is_built_in_data_mover(data_mover) {
+            // Velero's node-agent leaves the load to the data mover it
+            // names; that mover's controller creates (and places) its pods.
+            let mover = data_mover.unwrap_or_default();
+            let note = format!(
+                "not Velero's data mover: spec.datamover is {mover:?}, whose own controller creates and places its pods (not simulated)"
+            );
+            rows.push([
+                name.clone(),
+                phase.clone(),
+                pvc.as_ref()
+                    .map_or_else(|| "-".to_owned(), ToString::to_string),
+                "-".to_owned(),
+                "-".to_owned(),
+                note.clone(),
+            ]);
+            document.insert(
+                name,
+                json!({
+                    "phase": phase,
+                    "pvc": pvc.as_ref().map(ToString::to_string),
+                    "dataMover": mover,
+                    "storageClass": null,
+                    "selectedLoadAffinity": null,
+                    "schedulableNodes": null,
+                    "error": null,
+                    "note": note,
+                }),
+            );
+            return;
+        }
         let pvc_in_input = pvc
             .as_ref()
             .and_then(|pvc_key| inventory.persistent_volume_claims.get(pvc_key));
@@ -245,6 +278,17 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                     .into_iter()
                     .map(str::to_owned)
                     .collect();
+                let nodes_cell = if schedulable.is_empty() {
+                    causes.push([name.clone(), no_node_cause(&diagnosis)]);
+                    "NONE (why: below)".to_owned()
+                } else if agents_checked {
+                    schedulable.join(", ")
+                } else {
+                    format!(
+                        "{} (if a node-agent runs there: the input has no node-agent pods)",
+                        schedulable.join(", ")
+                    )
+                };
                 rows.push([
                     name.clone(),
                     phase.clone(),
@@ -253,11 +297,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                     fragment
                         .load_affinity_index
                         .map_or_else(|| "none".to_owned(), |i| format!("loadAffinity[{i}]")),
-                    if schedulable.is_empty() {
-                        "NONE: the pod can never schedule".to_owned()
-                    } else {
-                        schedulable.join(", ")
-                    },
+                    nodes_cell,
                 ]);
                 let mut entry = json!({
                     "phase": phase,
@@ -267,6 +307,12 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                     "schedulableNodes": schedulable,
                     "error": null,
                 });
+                if schedulable.is_empty() {
+                    entry["cause"] = json!(no_node_cause(&diagnosis));
+                }
+                if !agents_checked {
+                    entry["nodeAgents"] = json!("not in input");
+                }
                 if own_class.is_some() {
                     entry["storageClassFrom"] = json!("spec.csiSnapshot.storageClass");
                 }
@@ -304,7 +350,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
         let pvc = spec
             .source_namespace
             .clone()
-            .zip(spec.source_pvc.clone())
+            .zip(spec.source_pvc.clone().filter(|name| !name.is_empty()))
             .map(|(namespace, name)| ObjectKey::namespaced(namespace, name));
         let own_class = spec
             .csi_snapshot
@@ -316,6 +362,7 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
             phase.to_string(),
             pvc,
             own_class,
+            spec.data_mover.as_deref(),
             Direction::Backup,
         );
     }
@@ -329,7 +376,11 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
             .spec
             .target_volume
             .as_ref()
-            .and_then(|t| t.namespace.clone().zip(t.pvc.clone()))
+            .and_then(|t| {
+                t.namespace
+                    .clone()
+                    .zip(t.pvc.clone().filter(|name| !name.is_empty()))
+            })
             .map(|(namespace, name)| ObjectKey::namespaced(namespace, name));
         add(
             "DataDownload",
@@ -337,7 +388,25 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
             phase.to_string(),
             pvc,
             None,
+            located.object.spec.data_mover.as_deref(),
             Direction::Restore,
+        );
+    }
+    let mut note = String::new();
+    if !causes.is_empty() {
+        note.push('\n');
+        note.push_str(&fitted_table(&["load", "why no node can run it"], causes));
+    }
+    if !agents_checked && !rows.is_empty() {
+        note.push_str(&format!(
+            "\nNote: {}.\n",
+            crate::commands::diagnose::NO_NODE_AGENT_PODS
+        ));
+    }
+    if !agents_checked && !rows.is_empty() {
+        document.insert(
+            "notes".to_owned(),
+            json!([crate::commands::diagnose::NO_NODE_AGENT_PODS]),
         );
     }
     let text = if rows.is_empty() {
@@ -353,13 +422,41 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
                 "nodes that can run it",
             ],
             rows,
-        )
+        ) + &note
     };
     (text, Value::Object(document))
 }
 
-/// Nodes with a running, ready node-agent pod (label `name=node-agent` or
-/// `name=node-agent-windows`).
-pub fn node_agent_nodes(inventory: &Inventory) -> BTreeSet<String> {
-    crate::commands::diagnose::running_node_agents(inventory, None)
+/// Why no node can run a data-mover pod, in one phrase: the nodes that
+/// fail only for a missing node-agent, or the first reason on the first
+/// node.
+fn no_node_cause(diagnosis: &affinity_translate::Diagnosis) -> String {
+    let only_agent: Vec<&str> = diagnosis
+        .nodes
+        .iter()
+        .filter(|n| {
+            n.problems.len() == 1
+                && n.problems[0] == affinity_translate::Problem::NodeAgentNotRunning
+        })
+        .map(|n| n.node.as_str())
+        .collect();
+    if !only_agent.is_empty() {
+        return format!(
+            "no node-agent pod is Running and Ready on {}, the node(s) that match otherwise",
+            only_agent.join(", ")
+        );
+    }
+    // The first reason other than a missing node-agent, on the first node.
+    let first = diagnosis.nodes.iter().find_map(|n| {
+        n.problems
+            .iter()
+            .find(|p| **p != affinity_translate::Problem::NodeAgentNotRunning)
+            .map(|p| (n.node.as_str(), p))
+    });
+    match first {
+        Some((node, problem)) => {
+            format!("no node in the input matches its placement rules ({node}: {problem})")
+        }
+        None => "the input has no Node".to_owned(),
+    }
 }

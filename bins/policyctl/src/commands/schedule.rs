@@ -12,6 +12,12 @@
 //!
 //! Pods in phase `Succeeded` or `Failed` are left out: kube-scheduler's cache
 //! does not count terminated pods.
+//!
+//! Pods kube-scheduler never tries (another `spec.schedulerName`,
+//! `spec.schedulingGates`, a `metadata.deletionTimestamp`) are not placed
+//! and say why; pending pods nominated to a node (`status.nominatedNodeName`)
+//! keep room there for pods of lower or equal priority, and take it first
+//! themselves when they fit (`kube-scheduler-sim`, C.70 and C.71).
 
 use std::collections::BTreeMap;
 
@@ -132,8 +138,19 @@ pub fn run_one(
     options: &Options,
 ) -> Result<Output, CommandError> {
     let result = evaluate(inventory, pod, options)?;
+    if let Some(skip) = &result.skipped {
+        return Ok(Output {
+            document: json!({
+                "feasible": [],
+                "unschedulable": {},
+                "selected": null,
+                "skipped": {"kind": skip.label(), "message": skip.to_string()},
+            }),
+            table: format!("Pod {pod}: kube-scheduler does not try to place it:\n{skip}\n"),
+        });
+    }
     let scores = &result.scores;
-    let document = json!({
+    let mut document = json!({
         "feasible": result.feasible,
         "unschedulable": result.unschedulable.iter().map(|(node, failure)| (node.clone(), Value::String(failure.message.clone()))).collect::<serde_json::Map<_, _>>(),
         "scores": scores,
@@ -146,6 +163,12 @@ pub fn run_one(
         result.feasible.len(),
         or_dash(result.selected.as_ref())
     );
+    if let Some(nominated) = &result.nominated_node {
+        document["nominatedNode"] = json!(nominated);
+        text.push_str(&format!(
+            "{nominated} is the pod's nominated node (status.nominatedNodeName) and passes every filter: kube-scheduler takes it without comparing scores\n"
+        ));
+    }
     if let Some(summary) = &result.summary {
         text.push_str(summary);
         text.push('\n');

@@ -11,7 +11,10 @@
 //! sanitised name from the host information (node → host) when known, else
 //! the Node's label value for the first host key it carries. Each group with
 //! two or more pods on one host yields one entry; entries are sorted by host,
-//! then pods.
+//! then pods. Each entry says whether the group's rule on the host key is
+//! required (a required anti-affinity term or a `DoNotSchedule` spread
+//! constraint: sharing means a label problem) or only preferred (sharing is
+//! allowed by the rule).
 
 use std::collections::BTreeMap;
 
@@ -21,6 +24,32 @@ use serde::Serialize;
 use super::key::LabelKey;
 use super::sanitize::sanitize_label_value;
 
+/// How strongly a group's rule keeps its replicas apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RuleStrength {
+    /// A required anti-affinity term (`requiredDuringScheduling...`) or a
+    /// `DoNotSchedule` spread constraint: kube-scheduler refuses a second
+    /// replica on the host while the host is labelled, so a shared host
+    /// means a missing or wrong label.
+    #[default]
+    Required,
+    /// Only a preferred anti-affinity term or a `ScheduleAnyway` spread
+    /// constraint: kube-scheduler may put replicas together when it must,
+    /// so a shared host is allowed by the rule.
+    Preferred,
+}
+
+impl RuleStrength {
+    /// `required` or `preferred`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleStrength::Required => "required",
+            RuleStrength::Preferred => "preferred",
+        }
+    }
+}
+
 /// Pods of one anti-affinity group on one host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SharedHost {
@@ -28,6 +57,12 @@ pub struct SharedHost {
     pub host: String,
     /// `namespace/name` of the pods, sorted.
     pub pods: Vec<String>,
+    /// Whether the group's rule on the host key is required or only
+    /// preferred (the strongest rule of its pods).
+    pub rule: RuleStrength,
+    /// The group: `namespace` and `owner KIND/NAME`, or the selector of
+    /// pods without owner.
+    pub group: String,
 }
 
 /// Audit result; serialises as `{unlabelledNodes: [...], sharedHosts: [{host, pods}]}`.
@@ -41,8 +76,36 @@ pub struct Audit {
 }
 
 /// The selector (debug form) of the first term of `spec` that spreads over
-/// one of `keys`, or `None` if no term does.
-fn host_scoped_term(spec: &PodSpec, keys: &[LabelKey]) -> Option<String> {
+/// one of `keys` and the strength of the strongest such rule, or `None` if
+/// no term does.
+fn host_scoped_term(spec: &PodSpec, keys: &[LabelKey]) -> Option<(String, RuleStrength)> {
+    let uses = |topology_key: &str| keys.iter().any(|k| k.as_str() == topology_key);
+    let selector = host_scoped_selector(spec, keys)?;
+    let required_anti = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .into_iter()
+        .flatten()
+        .any(|t| uses(&t.topology_key));
+    let hard_spread = spec
+        .topology_spread_constraints
+        .iter()
+        .flatten()
+        .any(|c| uses(&c.topology_key) && c.when_unsatisfiable == "DoNotSchedule");
+    let strength = if required_anti || hard_spread {
+        RuleStrength::Required
+    } else {
+        RuleStrength::Preferred
+    };
+    Some((selector, strength))
+}
+
+fn host_scoped_selector(spec: &PodSpec, keys: &[LabelKey]) -> Option<String> {
     let uses = |topology_key: &str| keys.iter().any(|k| k.as_str() == topology_key);
     let anti = spec
         .affinity
@@ -160,8 +223,9 @@ pub fn audit_views<'a>(
             .or_else(|| labelled_host.get(node).map(|h| (*h).to_owned()))
     };
 
-    // (group, host) → pods
+    // (group, host) → pods, and each group's strongest rule
     let mut placed: BTreeMap<((String, String), String), Vec<String>> = BTreeMap::new();
+    let mut strength: BTreeMap<(String, String), RuleStrength> = BTreeMap::new();
     for pod in pods {
         let Some(spec) = pod.spec.as_ref() else {
             continue;
@@ -177,7 +241,7 @@ pub fn audit_views<'a>(
         if finished {
             continue;
         }
-        let Some(selector) = host_scoped_term(spec, keys) else {
+        let Some((selector, rule)) = host_scoped_term(spec, keys) else {
             continue;
         };
         let Some(host) = host_of(node) else { continue };
@@ -186,17 +250,22 @@ pub fn audit_views<'a>(
             pod.metadata.namespace.as_deref().unwrap_or_default(),
             pod.metadata.name.as_deref().unwrap_or_default()
         );
-        placed
-            .entry((group_of(pod, selector), host))
-            .or_default()
-            .push(name);
+        let group = group_of(pod, selector);
+        let entry = strength.entry(group.clone()).or_insert(rule);
+        *entry = (*entry).min(rule);
+        placed.entry((group, host)).or_default().push(name);
     }
     let mut shared_hosts: Vec<SharedHost> = placed
         .into_iter()
         .filter(|(_, pods)| pods.len() > 1)
-        .map(|((_, host), mut pods)| {
+        .map(|((group, host), mut pods)| {
             pods.sort();
-            SharedHost { host, pods }
+            SharedHost {
+                host,
+                pods,
+                rule: strength.get(&group).copied().unwrap_or_default(),
+                group: format!("{} {}", group.0, group.1),
+            }
         })
         .collect();
     shared_hosts.sort_by(|a, b| (&a.host, &a.pods).cmp(&(&b.host, &b.pods)));
