@@ -25,7 +25,7 @@ impl Cli {
     /// The command line as users see it: [`Cli`]'s definition, named
     /// `kubectl policy` when the program file is the kubectl plugin's
     /// (`argv0`), with the global options a command does not read left out
-    /// of its help ([`UNREAD_OPTIONS`]; they are still accepted, as
+    /// of its help (`UNREAD_OPTIONS`; they are still accepted, as
     /// kubectl accepts its global flags everywhere).
     pub fn command_line(argv0: Option<&std::ffi::OsStr>) -> clap::Command {
         let mut command = Self::command();
