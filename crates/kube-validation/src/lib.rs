@@ -55,8 +55,9 @@ pub use names::{
 pub use namespace::{DEFAULT_NAMESPACE, namespace_or_default};
 pub use quantity::{Quantity, QuantityError};
 pub use requirement::{
-    FieldError, FieldRequirement, Operator, ParseError, Requirement, go_quote,
-    label_selector_as_selector, node_selector_field_requirement, node_selector_requirement,
+    FieldError, FieldRequirement, Operator, ParseError, Requirement, format_label_selector,
+    go_quote, label_selector_as_selector, node_selector_field_requirement,
+    node_selector_requirement,
 };
 pub use selector::{
     LabelSelectorOperator, NodeSelectorOperator, SelectorError, Violation,

@@ -366,6 +366,48 @@ pub fn label_selector_as_selector(selector: &LabelSelector) -> Result<Selector, 
     Ok(expressions.into_iter().collect())
 }
 
+/// `metav1.FormatLabelSelector` (apimachinery `pkg/apis/meta/v1/helpers.go`):
+/// a selector as people read it, `app=web,tier in (a,b),!legacy`, the
+/// requirements sorted by key, each `matchLabels` entry as `key=value`, the
+/// values of `in` and `notin` sorted; `<none>` for a null or empty selector
+/// and `<error>` for one that does not parse.
+pub fn format_label_selector(selector: Option<&LabelSelector>) -> String {
+    let Some(selector) = selector else {
+        return "<none>".to_owned();
+    };
+    if label_selector_as_selector(selector).is_err() {
+        return "<error>".to_owned();
+    }
+    let mut requirements: Vec<(&str, String)> = Vec::new();
+    for (key, value) in selector.match_labels.iter().flatten() {
+        requirements.push((key, format!("{key}={value}")));
+    }
+    for requirement in selector.match_expressions.iter().flatten() {
+        let key = requirement.key.as_str();
+        let mut values: Vec<&str> = requirement
+            .values
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        values.sort_unstable();
+        let text = match requirement.operator.as_str() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_owned(),
+            _ => format!("!{key}"),
+        };
+        requirements.push((key, text));
+    }
+    requirements.sort_by(|a, b| a.0.cmp(b.0));
+    let text: Vec<String> = requirements.into_iter().map(|(_, text)| text).collect();
+    if text.is_empty() {
+        "<none>".to_owned()
+    } else {
+        text.join(",")
+    }
+}
+
 /// Node selector operators, as component-helpers lists them.
 const NODE_SELECTOR_OPERATORS: [&str; 6] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 
@@ -608,5 +650,38 @@ mod tests {
                 .to_string(),
             "p.operator: Unsupported value: \"Exists\": supported values: \"In\", \"NotIn\""
         );
+    }
+
+    #[test]
+    fn a_selector_is_formatted_as_apimachinery_formats_it() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+        let expression = |key: &str, operator: &str, values: &[&str]| LabelSelectorRequirement {
+            key: key.to_owned(),
+            operator: operator.to_owned(),
+            values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
+        };
+        let selector = LabelSelector {
+            match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+            match_expressions: Some(vec![
+                expression("zone", "NotIn", &["b", "a"]),
+                expression("legacy", "DoesNotExist", &[]),
+                expression("tier", "In", &["front", "back"]),
+                expression("canary", "Exists", &[]),
+            ]),
+        };
+        assert_eq!(
+            format_label_selector(Some(&selector)),
+            "app=web,canary,!legacy,tier in (back,front),zone notin (a,b)"
+        );
+        assert_eq!(format_label_selector(None), "<none>");
+        assert_eq!(
+            format_label_selector(Some(&LabelSelector::default())),
+            "<none>"
+        );
+        let bad = LabelSelector {
+            match_expressions: Some(vec![expression("k", "Near", &["x"])]),
+            ..LabelSelector::default()
+        };
+        assert_eq!(format_label_selector(Some(&bad)), "<error>");
     }
 }

@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use kube_validation::format_label_selector;
 use serde::Serialize;
 
 use super::key::LabelKey;
@@ -119,7 +120,7 @@ fn host_scoped_selector(spec: &PodSpec, keys: &[LabelKey]) -> Option<String> {
         .into_iter()
         .flatten()
         .find(|t| uses(&t.topology_key))
-        .map(|t| format!("{:?}", t.label_selector));
+        .map(|t| format_label_selector(t.label_selector.as_ref()));
     let preferred = || {
         anti.and_then(|a| {
             a.preferred_during_scheduling_ignored_during_execution
@@ -128,14 +129,14 @@ fn host_scoped_selector(spec: &PodSpec, keys: &[LabelKey]) -> Option<String> {
         .into_iter()
         .flatten()
         .find(|t| uses(&t.pod_affinity_term.topology_key))
-        .map(|t| format!("{:?}", t.pod_affinity_term.label_selector))
+        .map(|t| format_label_selector(t.pod_affinity_term.label_selector.as_ref()))
     };
     let spread = || {
         spec.topology_spread_constraints
             .iter()
             .flatten()
             .find(|c| uses(&c.topology_key))
-            .map(|c| format!("{:?}", c.label_selector))
+            .map(|c| format_label_selector(c.label_selector.as_ref()))
     };
     required.or_else(preferred).or_else(spread)
 }
