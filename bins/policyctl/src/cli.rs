@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::input::ByteSize;
+use crate::byte_size::ByteSize;
 use crate::output::OutputFormat;
 
 /// Every placement and admission policy, offline, over `kubectl get -o yaml`
@@ -29,7 +29,7 @@ impl Cli {
     /// kubectl accepts its global flags everywhere).
     pub fn command_line(argv0: Option<&std::ffi::OsStr>) -> clap::Command {
         let mut command = Self::command();
-        if crate::live::is_kubectl_plugin(argv0) {
+        if crate::plugin::is_kubectl_plugin(argv0) {
             command = command
                 .bin_name(KUBECTL_PLUGIN_USAGE_NAME)
                 .display_name(KUBECTL_PLUGIN_USAGE_NAME);
@@ -261,10 +261,10 @@ pub struct LiveArgs {
         long,
         global = true,
         env = "POLICYCTL_REQUEST_TIMEOUT",
-        default_value = crate::live::timeout::DEFAULT_REQUEST_TIMEOUT,
+        default_value = crate::timeout::DEFAULT_REQUEST_TIMEOUT,
         value_name = "DURATION"
     )]
-    pub request_timeout: crate::live::timeout::RequestTimeout,
+    pub request_timeout: crate::timeout::RequestTimeout,
 
     /// Set by `main` when the binary runs as the `kubectl-policy` plugin:
     /// live mode is then the default.

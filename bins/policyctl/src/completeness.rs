@@ -23,90 +23,7 @@ use crate::cli::{Command, ConfigAction, GlobalArgs, SootheMode};
 use crate::live::kinds::{self, Kind, Needs};
 use crate::manifest::Inventory;
 use crate::output::Output;
-
-/// How a kind the command needs was read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Status {
-    /// Read, with this many objects (at least one).
-    Read(usize),
-    /// Listed from the cluster: it holds none.
-    Empty,
-    /// The `-f` input (or the bundled example) holds none; taken as none.
-    NotInInput,
-    /// The user may not list it (403).
-    Forbidden,
-    /// The server does not serve it (404: its CRD is not installed).
-    NotServed,
-    /// Listing it failed; the message says how.
-    Failed(String),
-}
-
-impl Status {
-    /// The stable name of the status in `-o json` (`inputs`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Status::Read(_) => "read",
-            Status::Empty => "empty",
-            Status::NotInInput => "not in input",
-            Status::Forbidden => "forbidden",
-            Status::NotServed => "not served",
-            Status::Failed(_) => "failed",
-        }
-    }
-
-    /// Whether objects of the kind may exist that the answer did not see.
-    pub fn is_missing(&self) -> bool {
-        matches!(self, Status::Forbidden | Status::Failed(_))
-    }
-
-    /// How the table states it.
-    fn describe(&self) -> String {
-        match self {
-            Status::Read(count) => format!("read ({count})"),
-            Status::Empty => "none in the cluster".to_owned(),
-            Status::NotInInput => "not in the input (taken as none)".to_owned(),
-            Status::Forbidden => "forbidden (403): the user may not list them".to_owned(),
-            Status::NotServed => {
-                "not served (404): its CustomResourceDefinition is not installed".to_owned()
-            }
-            Status::Failed(message) => format!("failed: {message}"),
-        }
-    }
-}
-
-/// A kind live mode could not list.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unread {
-    /// Why: [`Status::Forbidden`], [`Status::NotServed`] or
-    /// [`Status::Failed`].
-    pub status: Status,
-    /// What was listed, for messages (`velero.io/v1 Backup in namespace
-    /// velero`).
-    pub what: String,
-}
-
-/// How the objects of an [`Inventory`] were read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Reading {
-    /// Listed from a cluster (live mode) rather than read from files.
-    pub live: bool,
-    /// The kinds live mode could not list (the first failure of a kind
-    /// listed in several namespaces).
-    pub unread: BTreeMap<Kind, Unread>,
-}
-
-impl Reading {
-    /// Records a kind that could not be listed; the first reason stays.
-    pub fn note_unread(&mut self, kind: Kind, unread: Unread) {
-        self.unread.entry(kind).or_insert(unread);
-    }
-
-    /// Why `kind` could not be listed, if it could not.
-    pub fn unread(&self, kind: Kind) -> Option<&Unread> {
-        self.unread.get(&kind)
-    }
-}
+pub use crate::reading::{Reading, Status, Unread};
 
 /// The number of objects of `kind` in the inventory.
 pub fn count(inventory: &Inventory, kind: Kind) -> usize {
@@ -145,7 +62,7 @@ pub fn count(inventory: &Inventory, kind: Kind) -> usize {
 
 /// The status of `kind` in the inventory.
 pub fn status(inventory: &Inventory, kind: Kind) -> Status {
-    if let Some(unread) = inventory.reading.unread(kind) {
+    if let Some(unread) = inventory.reading.unread(kind.reading_key()) {
         return unread.status.clone();
     }
     match count(inventory, kind) {

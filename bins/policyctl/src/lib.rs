@@ -18,6 +18,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod bundled;
+pub mod byte_size;
 mod cli;
 pub mod commands;
 pub mod completeness;
@@ -26,6 +27,9 @@ pub mod input;
 pub mod live;
 pub mod manifest;
 pub mod output;
+pub mod plugin;
+pub mod reading;
+pub mod timeout;
 
 use std::io::{Read, Write};
 

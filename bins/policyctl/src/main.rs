@@ -3,7 +3,7 @@ fn main() -> std::process::ExitCode {
     let mut cli = policyctl::Cli::from_program_args();
     // As `kubectl-policy` on PATH (`kubectl policy …`), live mode is the default.
     cli.global.live.kubectl_plugin =
-        policyctl::live::is_kubectl_plugin(std::env::args_os().next().as_deref());
+        policyctl::plugin::is_kubectl_plugin(std::env::args_os().next().as_deref());
     // Deeply nested input (up to the reader's depth limit) recurses in the
     // parser and the decoders: run on a thread whose stack is sized for it
     // on every platform, not on the main thread's platform default.

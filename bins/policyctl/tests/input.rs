@@ -486,7 +486,7 @@ fn reading_stops_at_max_input_bytes() {
         run.stderr
     );
     assert!(
-        "0".parse::<policyctl::input::ByteSize>().is_err(),
+        "0".parse::<policyctl::byte_size::ByteSize>().is_err(),
         "a zero limit is refused"
     );
     assert_eq!(

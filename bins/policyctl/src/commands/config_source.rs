@@ -62,7 +62,7 @@ pub fn resolve(
     // absent: the configuration is unknown, not Velero's defaults.
     let unread = inventory
         .reading
-        .unread(Kind::ConfigMap)
+        .unread(Kind::ConfigMap.reading_key())
         .filter(|unread| unread.status.is_missing());
     match (matches.as_slice(), unread) {
         ([], Some(unread)) if global.config_map.is_some() => Err(CommandError::Input(format!(

@@ -163,6 +163,18 @@ impl Kind {
         Kind::VSphereVM,
     ];
 
+    /// The key its reading is recorded under (`crate::reading::Reading`):
+    /// `<group>/<plural>`, `core/<plural>` for the core group.
+    pub fn reading_key(self) -> String {
+        let resource = self.resource();
+        let group = if resource.group.is_empty() {
+            "core"
+        } else {
+            resource.group
+        };
+        format!("{group}/{}", resource.plural)
+    }
+
     /// How the kind is served.
     pub fn resource(self) -> Resource {
         use Scope::{AllNamespaces, Cluster, VeleroNamespace};

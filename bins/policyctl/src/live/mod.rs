@@ -26,7 +26,6 @@
 
 pub mod kinds;
 pub mod rbac;
-pub mod timeout;
 
 use std::io::Write;
 
@@ -35,25 +34,14 @@ use serde_json::Value;
 
 use crate::cli::{Command, GlobalArgs};
 pub use crate::cli::{DEFAULT_CHUNK_SIZE, LiveArgs};
-use crate::completeness::{Status, Unread};
 use crate::error::CommandError;
 use crate::manifest::{self, Inventory, Origin};
+use crate::reading::{Status, Unread};
 
 pub use kinds::{Kind, Needs, Resource, Scope};
 
 /// Velero's namespace when `--namespace` is not given.
 pub const DEFAULT_VELERO_NAMESPACE: &str = "velero";
-
-/// The name that makes the binary a `kubectl` plugin (`kubectl policy …`).
-pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-policy";
-
-/// Whether the program file name (`argv[0]`) is the kubectl plugin's.
-pub fn is_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
-    argv0
-        .map(std::path::Path::new)
-        .and_then(std::path::Path::file_stem)
-        .is_some_and(|stem| stem == KUBECTL_PLUGIN_NAME)
-}
 
 /// Whether this run reads a cluster rather than files.
 pub fn requested(global: &GlobalArgs) -> bool {
@@ -127,7 +115,7 @@ pub fn load(
                     // If standard error is gone there is nowhere to note it.
                     let _ = writeln!(stderr, "{note}");
                     inventory.reading.note_unread(
-                        kind,
+                        kind.reading_key(),
                         Unread {
                             status,
                             what: listed.what(),
@@ -220,7 +208,7 @@ struct List<'a> {
     resource: Resource,
     namespace: &'a str,
     chunk_size: u32,
-    timeout: timeout::RequestTimeout,
+    timeout: crate::timeout::RequestTimeout,
 }
 
 /// Why a list failed.
@@ -409,23 +397,4 @@ fn chain_keeping_lines(error: &dyn std::error::Error) -> String {
 /// An error and its causes on one line.
 fn chain(error: &dyn std::error::Error) -> String {
     chain_keeping_lines(error).replace('\n', " ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_plugin_is_recognised_by_its_file_name() {
-        use std::ffi::OsStr;
-        assert!(is_kubectl_plugin(Some(OsStr::new("kubectl-policy"))));
-        assert!(is_kubectl_plugin(Some(OsStr::new(
-            "/usr/local/bin/kubectl-policy"
-        ))));
-        // Windows: `kubectl-policy.exe`.
-        assert!(is_kubectl_plugin(Some(OsStr::new("kubectl-policy.exe"))));
-        assert!(!is_kubectl_plugin(Some(OsStr::new("policyctl"))));
-        assert!(!is_kubectl_plugin(Some(OsStr::new("kubectl-policyctl"))));
-        assert!(!is_kubectl_plugin(None));
-    }
 }

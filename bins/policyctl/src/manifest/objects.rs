@@ -122,7 +122,7 @@ pub struct Inventory {
     pub ignored: BTreeMap<String, (usize, Origin)>,
     /// How the objects were read: from files, or listed from a cluster,
     /// with the kinds that could not be listed.
-    pub reading: crate::completeness::Reading,
+    pub reading: crate::reading::Reading,
 }
 
 impl Inventory {
