@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{Command, ConfigAction, GlobalArgs, SootheMode};
-use crate::live::kinds::{self, Kind, Needs};
+use crate::live::kinds::{
+    self, CLUSTER_API, CONFIG, DATA_PATH, Kind, Needs, SCHEDULING, STORAGE, VOLUMES, WORKLOADS,
+};
 use crate::manifest::Inventory;
 use crate::output::Output;
 pub use crate::reading::{Reading, Status, Unread};
@@ -84,61 +86,30 @@ pub struct Answer {
     pub kinds: Vec<Kind>,
 }
 
-const CONFIG_MAP: &[Kind] = &[Kind::ConfigMap];
-const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
-const WORKLOADS: &[Kind] = &[
-    Kind::Service,
-    Kind::ReplicationController,
-    Kind::ReplicaSet,
-    Kind::StatefulSet,
-];
-const VOLUMES: &[Kind] = &[
-    Kind::PersistentVolumeClaim,
-    Kind::PersistentVolume,
-    Kind::StorageClass,
-    Kind::CSINode,
-    Kind::VolumeAttachment,
-];
-const DATA_PATH: &[Kind] = &[
-    Kind::DataUpload,
-    Kind::DataDownload,
-    Kind::PodVolumeBackup,
-    Kind::PodVolumeRestore,
-];
-const CLUSTER_API: &[Kind] = &[
-    Kind::Machine,
-    Kind::Cluster,
-    Kind::KubeadmControlPlane,
-    Kind::MachineDeployment,
-    Kind::MachineSet,
-    Kind::VSphereCluster,
-    Kind::VSphereMachineTemplate,
-    Kind::VSphereVM,
-];
-
 /// The sections of `report`, in order: their `-o json` key, the start of
 /// their title, and the kinds each is computed from. `ConfigMap` stands
 /// for the node-agent configuration (and the ledger of `--soothe-mode
 /// exact`).
 const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
-    ("config", "Node-agent configuration", &[CONFIG_MAP]),
+    ("config", "Node-agent configuration", &[CONFIG]),
     (
         "concurrency",
         "Data-path concurrency",
-        &[CONFIG_MAP, &[Kind::Node]],
+        &[CONFIG, &[Kind::Node]],
     ),
     (
         "dataMovers",
         "Data-mover pods of pending loads",
         &[
-            CONFIG_MAP,
+            CONFIG,
             SCHEDULING,
+            STORAGE,
             VOLUMES,
             &[Kind::DataUpload, Kind::DataDownload],
         ],
     ),
     ("queue", "Backup queue", &[&[Kind::Backup, Kind::Namespace]]),
-    ("soothe", "Load admission", &[CONFIG_MAP, DATA_PATH]),
+    ("soothe", "Load admission", &[CONFIG, DATA_PATH]),
     (
         "hostLabels",
         "Host labels and host anti-affinity audit",
@@ -147,7 +118,7 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
     (
         "spareReplicas",
         "Spare replicas",
-        &[SCHEDULING, WORKLOADS, VOLUMES, &[Kind::Deployment]],
+        &[SCHEDULING, WORKLOADS, STORAGE, VOLUMES, &[Kind::Deployment]],
     ),
     (
         "clusterModules",

@@ -328,36 +328,36 @@ impl Kind {
 
 /// The node-agent configuration (and the ledger of `soothe --mode exact`)
 /// are ConfigMaps in Velero's namespace.
-const CONFIG: &[Kind] = &[Kind::ConfigMap];
-const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
+pub(crate) const CONFIG: &[Kind] = &[Kind::ConfigMap];
+pub(crate) const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
 /// The objects kube-scheduler's default topology spreading takes its
 /// selectors from (`schedule` scores).
-const WORKLOADS: &[Kind] = &[
+pub(crate) const WORKLOADS: &[Kind] = &[
     Kind::Service,
     Kind::ReplicationController,
     Kind::ReplicaSet,
     Kind::StatefulSet,
 ];
-const STORAGE: &[Kind] = &[
+pub(crate) const STORAGE: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
     Kind::StorageClass,
     Kind::VolumeAttachment,
 ];
 /// What kube-scheduler's volume filters read.
-const VOLUMES: &[Kind] = &[
+pub(crate) const VOLUMES: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::PersistentVolume,
     Kind::StorageClass,
     Kind::CSINode,
 ];
-const DATA_PATH: &[Kind] = &[
+pub(crate) const DATA_PATH: &[Kind] = &[
     Kind::DataUpload,
     Kind::DataDownload,
     Kind::PodVolumeBackup,
     Kind::PodVolumeRestore,
 ];
-const CLUSTER_API: &[Kind] = &[
+pub(crate) const CLUSTER_API: &[Kind] = &[
     Kind::Machine,
     Kind::Cluster,
     Kind::KubeadmControlPlane,
