@@ -17,11 +17,18 @@ use std::path::{Path, PathBuf};
 
 use crate::manifest::{ManifestError, Source};
 
+mod head;
+
+use head::Head;
+
 /// Extensions read from a directory, as kubectl's.
 const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
 
 /// Size of one read.
 const CHUNK: usize = 1 << 20;
+
+/// How much of a stream's start is searched for its first line.
+const HEAD_WINDOW: usize = 4 << 20;
 
 /// How to read the `-f` arguments.
 #[derive(Clone, Copy, Debug)]
@@ -54,7 +61,7 @@ pub fn read_all(
                 });
             }
             stdin_used = true;
-            let text = read_bounded(name, stdin, &mut budget, 0)?;
+            let text = read_bounded(name, stdin, &mut budget, Known::Stream)?;
             sources.push(Source {
                 name: name.clone(),
                 text,
@@ -153,23 +160,46 @@ fn read_file(path: &Path, budget: &mut Budget) -> Result<Source, ManifestError> 
     }
     // A regular file's size is known: one allocation of that size, instead
     // of a buffer that doubles (and is copied) as it fills.
-    let size_hint = if metadata.is_file() {
-        usize::try_from(metadata.len()).unwrap_or(0)
+    let text = if metadata.is_file() {
+        read_bounded(&name, &mut file, budget, Known::Size(metadata.len()))?
     } else {
-        0
+        read_bounded(&name, &mut file, budget, Known::Stream)?
     };
-    let text = read_bounded(&name, &mut file, budget, size_hint)?;
     Ok(Source { name, text })
 }
 
-/// Reads at most the remaining budget, stopping at the first NUL byte.
+/// What is known about an input before reading it.
+#[derive(Clone, Copy)]
+enum Known {
+    /// A regular file of this many bytes: read whole, then parsed.
+    Size(u64),
+    /// A stream of unknown length: its first line is judged as it arrives.
+    Stream,
+}
+
+/// Reads at most the remaining budget, stopping at the first NUL byte, at
+/// a stream's first line if it cannot begin an object, or when memory runs
+/// out.
 fn read_bounded(
     name: &str,
     reader: &mut dyn Read,
     budget: &mut Budget,
-    size_hint: usize,
+    known: Known,
 ) -> Result<String, ManifestError> {
-    let mut bytes: Vec<u8> = Vec::with_capacity(size_hint);
+    let out_of_memory = |budget: &Budget| ManifestError::OutOfMemory {
+        file: name.to_owned(),
+        read: budget.used,
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    if let Known::Size(size) = known {
+        // A regular file's size is known: one allocation of that size,
+        // instead of a buffer that doubles (and is copied) as it fills.
+        let size = usize::try_from(size).map_err(|_| out_of_memory(budget))?;
+        bytes
+            .try_reserve_exact(size)
+            .map_err(|_| out_of_memory(budget))?;
+    }
+    let mut head_decided = matches!(known, Known::Size(_));
     let mut chunk = vec![0_u8; CHUNK];
     let mut utf16 = false;
     loop {
@@ -187,6 +217,7 @@ fn read_bounded(
         }
         budget.used += read as u64;
         let start = bytes.len();
+        bytes.try_reserve(read).map_err(|_| out_of_memory(budget))?;
         bytes.extend_from_slice(&chunk[..read]);
         if start == 0 || (start < 2 && bytes.len() >= 2) {
             utf16 = bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]);
@@ -196,6 +227,21 @@ fn read_bounded(
                 file: name.to_owned(),
                 problem: format!("a NUL byte at byte {}", start + offset),
             });
+        }
+        if !head_decided && !utf16 {
+            match head::judge(&bytes) {
+                // Only comments and blank lines so far: leave the rest to
+                // the parser rather than rescan an ever longer start.
+                Head::Undecided => head_decided = bytes.len() >= HEAD_WINDOW,
+                Head::Plausible => head_decided = true,
+                Head::Scalar { line, start } => {
+                    return Err(ManifestError::NotManifest {
+                        file: name.to_owned(),
+                        line,
+                        start,
+                    });
+                }
+            }
         }
     }
     if utf16 {

@@ -441,21 +441,99 @@ fn nesting_is_limited_to_128_levels_on_the_policyctl_stack() {
     );
 }
 
-/// Standard input that never ends and holds no NUL byte.
-struct Endless;
+/// Standard input that never ends, repeating one line (whose length
+/// divides the 1 MiB read size, so each read starts a line).
+struct Endless {
+    line: &'static [u8],
+    read: u64,
+}
+
+impl Endless {
+    fn repeating(line: &'static [u8]) -> Self {
+        assert_eq!((1 << 20) % line.len(), 0, "{line:?}");
+        Self { line, read: 0 }
+    }
+}
 
 impl Read for Endless {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        buf.fill(b'a');
+        for (index, byte) in buf.iter_mut().enumerate() {
+            *byte = self.line[index % self.line.len()];
+        }
+        self.read += buf.len() as u64;
         Ok(buf.len())
     }
+}
+
+#[test]
+fn an_endless_stream_that_cannot_be_a_manifest_is_refused_after_one_read() {
+    // `yes | policyctl -f -`: its first line is a plain scalar, never a
+    // Kubernetes object, whatever follows.
+    let mut yes = Endless::repeating(b"y\n");
+    let run = run_with_reader(&["-f", "-", "report"], &mut yes);
+    assert_eq!(run.exit, Exit::Failure);
+    assert_eq!(
+        run.stderr,
+        "error: -, line 1: expected a Kubernetes object (a mapping with apiVersion and kind), but the input begins with `y`, which cannot start one; stopped reading instead of waiting for the rest\n"
+    );
+    assert_eq!(
+        yes.read,
+        1 << 20,
+        "one read of 1 MiB, not --max-input-bytes"
+    );
+    // One endless line with no key in it: refused once it is longer than
+    // YAML allows a key to be.
+    let mut one_line = Endless::repeating(b"yy");
+    let run = run_with_reader(&["-f", "-", "report"], &mut one_line);
+    assert!(
+        run.stderr.contains("begins with `yyyyyyyy"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(one_line.read, 1 << 20);
+}
+
+/// Under an address-space limit, running out of memory while reading is an
+/// error that says what to do, not an abort.
+#[cfg(target_os = "linux")]
+#[test]
+fn running_out_of_memory_while_reading_is_an_error_not_an_abort() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 400000 && exec \"$0\" -f - report",
+            env!("CARGO_BIN_EXE_policyctl"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = std::thread::spawn(move || {
+        let block = b"a: b\n".repeat(1 << 16);
+        // Ends with a broken pipe once policyctl gives up.
+        while stdin.write_all(&block).is_ok() {}
+    });
+    let output = child.wait_with_output().expect("policyctl ends");
+    writer.join().expect("writer");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: -: not enough memory to hold the input after "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation of"));
 }
 
 #[test]
 fn reading_stops_at_max_input_bytes() {
     let run = run_with_reader(
         &["-f", "-", "--max-input-bytes", "3Mi", "report"],
-        &mut Endless,
+        &mut Endless::repeating(b"a: b\n\n\n\n"),
     );
     assert_eq!(run.exit, Exit::Failure);
     assert_eq!(

@@ -119,6 +119,29 @@ pub enum ManifestError {
         /// What was found, and where.
         problem: String,
     },
+    /// A stream (standard input, a pipe) whose first line cannot begin a
+    /// Kubernetes object, found before reading the rest of the stream.
+    #[error(
+        "{file}, line {line}: expected a Kubernetes object (a mapping with apiVersion and kind), but the input begins with `{start}`, which cannot start one; stopped reading instead of waiting for the rest"
+    )]
+    NotManifest {
+        /// File name (`-` for standard input).
+        file: String,
+        /// The 1-based line the first content is on.
+        line: usize,
+        /// The start of that line, shortened.
+        start: String,
+    },
+    /// The input does not fit in memory.
+    #[error(
+        "{file}: not enough memory to hold the input after {read} bytes; free memory, or lower --max-input-bytes to stop earlier with this message"
+    )]
+    OutOfMemory {
+        /// File name.
+        file: String,
+        /// Bytes read from all inputs before the allocation failed.
+        read: u64,
+    },
     /// A document that is not a Kubernetes object.
     #[error("{origin}: {message}")]
     Document {
