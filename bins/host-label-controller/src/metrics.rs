@@ -3,7 +3,8 @@
 //! | metric | type | meaning |
 //! |---|---|---|
 //! | `reconciles_total`, `reconcile_errors_total{kind}`, `reconcile_duration_seconds`, `queue_depth` | common set | one reconcile = one pass over all Nodes |
-//! | `shared_host_violations` | gauge | groups of replicas sharing a physical host |
+//! | `shared_host_violations` | gauge | groups of replicas sharing a physical host under a required rule |
+//! | `preferred_shared_hosts` | gauge | hosts shared by replicas whose rules on the host keys are only preferred |
 //! | `unlabelled_nodes` | gauge | Nodes lacking a value for a host key |
 //! | `nodes_without_host_information` | gauge | Nodes the source says nothing about |
 //! | `node_patches_total` | counter | Node label patches made (or planned, in dry-run) |
@@ -25,8 +26,10 @@ pub const PREFIX: &str = "host_label_controller";
 pub struct Metrics {
     /// The common controller set.
     pub controller: ControllerMetrics,
-    /// Groups of replicas sharing a physical host.
+    /// Groups of replicas sharing a physical host under a required rule.
     pub shared_host_violations: Gauge,
+    /// Hosts shared by replicas whose rules are only preferred.
+    pub preferred_shared_hosts: Gauge,
     /// Nodes lacking a value for a host key.
     pub unlabelled_nodes: Gauge,
     /// Nodes without host information.
@@ -49,6 +52,7 @@ impl Metrics {
         let m = Self {
             controller,
             shared_host_violations: Gauge::default(),
+            preferred_shared_hosts: Gauge::default(),
             unlabelled_nodes: Gauge::default(),
             nodes_without_host_information: Gauge::default(),
             node_patches: Counter::default(),
@@ -59,8 +63,13 @@ impl Metrics {
         let sub = registry.sub_registry_with_prefix(PREFIX);
         sub.register(
             "shared_host_violations",
-            "Groups of replicas of one workload sharing a physical host although their anti-affinity or topology spread uses the host label",
+            "Groups of replicas of one workload sharing a physical host although their required anti-affinity or DoNotSchedule topology spread uses the host label",
             m.shared_host_violations.clone(),
+        );
+        sub.register(
+            "preferred_shared_hosts",
+            "Physical hosts shared by replicas of one workload whose anti-affinity or topology spread on the host label is only preferred (allowed once replicas outnumber hosts)",
+            m.preferred_shared_hosts.clone(),
         );
         sub.register(
             "unlabelled_nodes",

@@ -58,7 +58,7 @@ pub struct Unlabelled {
 pub struct Plan {
     /// Node patches, by Node name.
     pub patches: Vec<NodePatch>,
-    /// Replicas sharing a physical host, sorted.
+    /// Replicas sharing a physical host under a required rule, sorted.
     pub violations: Vec<Violation>,
     /// Nodes lacking a host label, sorted.
     pub unlabelled: Vec<Unlabelled>,
@@ -139,6 +139,7 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
         nodes_with_host_information: nodes.len() - without_host_information,
         unlabelled_nodes: result.unlabelled_nodes.clone(),
         shared_hosts: report::summary_violations(&violations),
+        preferred_sharing: result.preferred_summary(),
     };
     Plan {
         patches,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use anti_affinity_placement::labels::Audit;
+use anti_affinity_placement::labels::{Audit, PreferredGroup};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use serde::Serialize;
 
@@ -34,7 +34,7 @@ impl Violation {
     /// The Event note (at most 1024 bytes, as the API requires).
     pub fn note(&self) -> String {
         let mut note = format!(
-            "{} replicas run on physical host {} although their anti-affinity or topology spread uses the host label: {}",
+            "{} replicas run on physical host {} although their required anti-affinity or DoNotSchedule topology spread uses the host label: {}",
             self.pods.len(),
             self.host,
             self.pods.join(", ")
@@ -92,12 +92,13 @@ pub fn pod_key(pod: &Pod) -> String {
     )
 }
 
-/// The audit's shared hosts attributed to owners; `pods` maps
-/// [`pod_key`] → pod. Entries whose pods are all unknown are dropped. Sorted.
+/// The audit's shared hosts under a required rule, attributed to owners;
+/// `pods` maps [`pod_key`] → pod. Entries whose pods are all unknown are
+/// dropped. Sorted. Sharing under only preferred rules is no violation:
+/// it is summarised in [`StatusSummary::preferred_sharing`].
 pub fn violations(audit: &Audit, pods: &BTreeMap<String, &Pod>) -> Vec<Violation> {
     let mut out: Vec<Violation> = audit
-        .shared_hosts
-        .iter()
+        .required_sharing()
         .filter_map(|shared| {
             let first = shared.pods.iter().find_map(|p| pods.get(p))?;
             Some(Violation {
@@ -137,8 +138,12 @@ pub struct StatusSummary {
     pub nodes_with_host_information: usize,
     /// Nodes lacking (a value for) any host key, sorted.
     pub unlabelled_nodes: Vec<String>,
-    /// Replicas sharing a host, sorted by host then pods.
+    /// Replicas sharing a host under a required rule, sorted by host then
+    /// pods.
     pub shared_hosts: Vec<SummaryViolation>,
+    /// Workloads whose rules on the host keys are only preferred, with how
+    /// many hosts their replicas share, sorted by group.
+    pub preferred_sharing: Vec<PreferredGroup>,
 }
 
 impl StatusSummary {
@@ -231,10 +236,23 @@ mod tests {
                     rule: RuleStrength::Required,
                     group: "gone owner ReplicaSet/x".into(),
                 },
+                // Only preferred: summarised, not a violation.
+                SharedHost {
+                    host: "esx1".into(),
+                    pods: vec!["app/c".into(), "app/d".into(), "app/e".into()],
+                    rule: RuleStrength::Preferred,
+                    group: "app owner ReplicaSet/cache-1".into(),
+                },
+                SharedHost {
+                    host: "esx2".into(),
+                    pods: vec!["app/f".into(), "app/g".into()],
+                    rule: RuleStrength::Preferred,
+                    group: "app owner ReplicaSet/cache-1".into(),
+                },
             ],
         };
         let v = violations(&audit, &index);
-        assert_eq!(v.len(), 1);
+        assert_eq!(v.len(), 1, "only the required group whose pods are known");
         assert_eq!(v[0].owner_display(), "ReplicaSet app/web-1");
         let summary = StatusSummary {
             source: "machines".into(),
@@ -243,9 +261,10 @@ mod tests {
             nodes_with_host_information: 2,
             unlabelled_nodes: audit.unlabelled_nodes.clone(),
             shared_hosts: summary_violations(&v),
+            preferred_sharing: audit.preferred_summary(),
         };
         insta::assert_snapshot!(summary.to_json());
-        insta::assert_snapshot!(v[0].note(), @"2 replicas run on physical host esx1 although their anti-affinity or topology spread uses the host label: app/a, app/b");
+        insta::assert_snapshot!(v[0].note(), @"2 replicas run on physical host esx1 although their required anti-affinity or DoNotSchedule topology spread uses the host label: app/a, app/b");
     }
 
     #[test]

@@ -160,6 +160,13 @@ impl Labeller {
         self.metrics
             .shared_host_violations
             .set(gauge(plan.violations.len()));
+        self.metrics.preferred_shared_hosts.set(gauge(
+            plan.summary
+                .preferred_sharing
+                .iter()
+                .map(|group| group.hosts)
+                .sum(),
+        ));
         self.metrics
             .unlabelled_nodes
             .set(gauge(plan.summary.unlabelled_nodes.len()));

@@ -195,6 +195,42 @@ async fn replicas_sharing_a_host_are_reported_on_their_owner_in_events_metrics_a
 }
 
 #[tokio::test]
+async fn sharing_under_a_preferred_rule_is_summarised_not_a_violation() {
+    let fake = FakeApi::new();
+    seed_violation(&fake);
+    // A cache whose anti-affinity is only preferred: three replicas on two
+    // VMs of one ESXi host, which the rule allows.
+    seed_replica_with(&fake, "cache-a", "cache-5d", "n1", CAPV_KEY, false);
+    seed_replica_with(&fake, "cache-b", "cache-5d", "n2", CAPV_KEY, false);
+    seed_replica_with(&fake, "cache-c", "cache-5d", "n2", CAPV_KEY, false);
+    let run = start(&fake, config(&[CAPV_KEY], HostSource::Machines));
+    eventually("the preferred sharing is summarised", SOON, || {
+        status_summary(&fake).is_some_and(|s| s.contains("cache-5d"))
+    })
+    .await;
+    let summary: serde_json::Value = serde_json::from_str(&status_summary(&fake).unwrap()).unwrap();
+    assert_eq!(
+        summary["preferredSharing"],
+        json!([{"group": "app owner ReplicaSet/cache-5d", "hosts": 1, "pods": 3}])
+    );
+    let shared: Vec<&str> = summary["sharedHosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["owner"].as_str().unwrap())
+        .collect();
+    assert_eq!(shared, ["ReplicaSet app/web-7f"], "only the required group");
+    assert_eq!(run.metrics.shared_host_violations.get(), 1);
+    assert_eq!(run.metrics.preferred_shared_hosts.get(), 1);
+    let warned: Vec<_> = events(&fake, "app", "ReplicasShareHost")
+        .into_iter()
+        .filter_map(|event| event.regarding.and_then(|r| r.name))
+        .collect();
+    assert_eq!(warned, ["web-7f"], "no Warning for the cache");
+    run.stop().await;
+}
+
+#[tokio::test]
 async fn dry_run_writes_nothing() {
     let logs = controller_kit::telemetry::CapturedLogs::start();
     let fake = FakeApi::new();

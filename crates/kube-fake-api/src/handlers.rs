@@ -667,6 +667,24 @@ pub fn create_object(
     if store.get(&key).is_some() {
         return Err(ApiError::already_exists(&info.id.qualified_name(), &name));
     }
+    // kube-apiserver's storage refuses to create an object that carries a
+    // resourceVersion (a `kubectl get -o yaml` dump applied as it is), as
+    // an internal error; a dry run never reaches the storage.
+    if from_request
+        && !dry_run
+        && obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|version| !version.is_empty() && version != "0")
+    {
+        // Not an API status error: kube-apiserver answers 500 with no
+        // reason (`ErrorToAPIStatus`).
+        return Err(ApiError::new(
+            500,
+            "",
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
     stamp_type(info, &mut obj);
     crate::schema::prune_metadata(&mut obj);
     if from_request

@@ -276,16 +276,25 @@ pub struct Registry {
 
 impl Default for Registry {
     /// The built-in resource types:
-    /// core v1 namespaces, nodes (cluster), pods, configmaps, secrets,
-    /// services, events; `coordination.k8s.io/v1` leases; `events.k8s.io/v1`
-    /// events; `apps/v1` deployments; `velero.io/v1` backups,
+    /// core v1 namespaces, nodes and persistentvolumes (cluster), pods,
+    /// configmaps, secrets, services, events, persistentvolumeclaims,
+    /// replicationcontrollers, serviceaccounts; `coordination.k8s.io/v1`
+    /// leases; `events.k8s.io/v1` events; `apps/v1` deployments,
+    /// daemonsets, replicasets, statefulsets; `batch/v1` jobs;
+    /// `storage.k8s.io/v1` storageclasses, volumeattachments, csinodes and
+    /// csidrivers (cluster); `rbac.authorization.k8s.io/v1` roles and
+    /// rolebindings, clusterroles and clusterrolebindings (cluster; stored,
+    /// not enforced: see [`crate::FakeApi::enforce_rbac`]);
+    /// `velero.io/v1` backups,
     /// podvolumebackups, podvolumerestores, restores, schedules;
     /// `velero.io/v2alpha1` datauploads, datadownloads; `cluster.x-k8s.io/v1beta1`
     /// machines, clusters, machinedeployments, machinesets;
     /// `controlplane.cluster.x-k8s.io/v1beta1` kubeadmcontrolplanes;
     /// `infrastructure.cluster.x-k8s.io/v1beta1` vsphereclusters, vspherevms,
     /// vspheremachinetemplates. Namespaces, nodes, pods, services,
-    /// deployments and the Cluster API and CAPV kinds (but
+    /// persistent volumes and claims, replication controllers, the
+    /// workload kinds of `apps` and `batch`, volume attachments and the
+    /// Cluster API and CAPV kinds (but
     /// vspheremachinetemplates) have the `/status` subresource, as their
     /// CRDs declare; the Velero kinds do not (Velero's
     /// `Backup` CRD declares none); re-register a type with
@@ -302,8 +311,51 @@ impl Default for Registry {
             ResourceInfo::namespaced("", "v1", "Event", "events"),
             ResourceInfo::namespaced("coordination.k8s.io", "v1", "Lease", "leases"),
             ResourceInfo::namespaced("events.k8s.io", "v1", "Event", "events"),
+            ResourceInfo::namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+                .with_status_subresource(true),
+            ResourceInfo::cluster("", "v1", "PersistentVolume", "persistentvolumes")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced("", "v1", "ReplicationController", "replicationcontrollers")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced("", "v1", "ServiceAccount", "serviceaccounts"),
             ResourceInfo::namespaced("apps", "v1", "Deployment", "deployments")
                 .with_status_subresource(true),
+            ResourceInfo::namespaced("apps", "v1", "DaemonSet", "daemonsets")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced("apps", "v1", "ReplicaSet", "replicasets")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced("apps", "v1", "StatefulSet", "statefulsets")
+                .with_status_subresource(true),
+            ResourceInfo::namespaced("batch", "v1", "Job", "jobs").with_status_subresource(true),
+            ResourceInfo::cluster("storage.k8s.io", "v1", "StorageClass", "storageclasses"),
+            ResourceInfo::cluster(
+                "storage.k8s.io",
+                "v1",
+                "VolumeAttachment",
+                "volumeattachments",
+            )
+            .with_status_subresource(true),
+            ResourceInfo::cluster("storage.k8s.io", "v1", "CSINode", "csinodes"),
+            ResourceInfo::cluster("storage.k8s.io", "v1", "CSIDriver", "csidrivers"),
+            ResourceInfo::namespaced("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+            ResourceInfo::namespaced(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "RoleBinding",
+                "rolebindings",
+            ),
+            ResourceInfo::cluster(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "clusterroles",
+            ),
+            ResourceInfo::cluster(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRoleBinding",
+                "clusterrolebindings",
+            ),
             ResourceInfo::namespaced("velero.io", "v1", "Backup", "backups"),
             ResourceInfo::namespaced("velero.io", "v1", "Restore", "restores"),
             ResourceInfo::namespaced("velero.io", "v1", "Schedule", "schedules"),

@@ -1002,6 +1002,19 @@ async fn create_get_already_exists_and_generate_name() {
         .step(get(&path(CONFIGMAPS, "a")).fields(OBJECT))
         .step(get(&path(CONFIGMAPS, "missing")))
         .step(post(CONFIGMAPS, json!({"data": {"k": "v"}})))
+        // A dump's server-set fields: the resourceVersion makes the
+        // create fail; uid and creationTimestamp are replaced.
+        .step(post(
+            CONFIGMAPS,
+            json!({"metadata": {"name": "dumped", "resourceVersion": "12"}, "data": {"k": "v"}}),
+        ))
+        .step(
+            post(
+                CONFIGMAPS,
+                json!({"metadata": {"name": "dumped", "resourceVersion": "0", "uid": "6f1d2b3a-0a41-4c1e-9a10-000000000001"}}),
+            )
+            .fields(&["/metadata/name"]),
+        )
         .step(
             post(
                 CONFIGMAPS,

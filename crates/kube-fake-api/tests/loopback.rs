@@ -15,9 +15,18 @@ use serde_json::json;
 const BIN: &str = env!("CARGO_BIN_EXE_kube-fake-apiserver");
 
 fn start(kubeconfig: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--crds"])
-        .arg(kube_fake_api::crds::dir().join("velero-1.18"))
+    start_with_crds(kubeconfig, &["velero-1.18"])
+}
+
+fn start_with_crds(kubeconfig: &std::path::Path, crds: &[&str]) -> (Child, String) {
+    let mut command = Command::new(BIN);
+    command.args(["--listen", "127.0.0.1:0"]);
+    for crd in crds {
+        command
+            .arg("--crds")
+            .arg(kube_fake_api::crds::dir().join(crd));
+    }
+    let mut child = command
         .arg("--kubeconfig-out")
         .arg(kubeconfig)
         .stdout(Stdio::piped())
@@ -120,4 +129,146 @@ fn refuses_a_non_loopback_address() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("only loopback addresses"), "{stderr}");
+}
+
+/// A server process, stopped when dropped (also when a test fails).
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The recipe of `examples/README.md`: with Velero's and Cluster API's
+/// CRDs (the bed's, from the products' own modules) installed, `kubectl
+/// apply` of the Namespaces and then of the example cluster creates every
+/// object (Nodes, Pods, PersistentVolumes and claims, StorageClasses,
+/// VolumeAttachments, workloads, Velero and Cluster API objects). The one
+/// refusal is the HostInventory, policyctl's own file format that no API
+/// server serves, and kubectl says so in its words.
+#[test]
+fn kubectl_apply_loads_the_example_cluster_but_its_file_only_host_inventory() {
+    let bed = kube_testbed::Layout::discover();
+    let (kubectl, versions) = match (bed.binary("kubectl"), bed.versions()) {
+        (Ok(kubectl), Ok(versions)) => (kubectl, versions),
+        (Err(error), _) | (_, Err(error)) => panic!("{error}"),
+    };
+    let crds = [
+        bed.crds("velero", &versions.velero).unwrap(),
+        bed.crds("cluster-api", &versions.cluster_api).unwrap(),
+    ];
+    let dir = std::env::temp_dir().join(format!("kube-fake-apply-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("kubeconfig");
+    let mut command = Command::new(BIN);
+    command.args(["--listen", "127.0.0.1:0", "--kubeconfig-out"]);
+    command.arg(&config);
+    for crd in &crds {
+        command.arg("--crds").arg(crd);
+    }
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on "), "{line}");
+
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/cluster")
+        .canonicalize()
+        .unwrap();
+    let kubectl_run = |args: &[&str]| {
+        let output = Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let namespaces = examples.join("namespaces.yaml");
+    let (code, _, stderr) = kubectl_run(&[
+        "apply",
+        "--validate=false",
+        "-f",
+        namespaces.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stdout, stderr) = kubectl_run(&[
+        "apply",
+        "--validate=false",
+        "-f",
+        examples.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            r#"error: resource mapping not found for name: "" namespace: "" from "{}": no matches for kind "HostInventory" in version "policyctl/v1alpha1"
+ensure CRDs are installed first"#,
+            examples.join("host-inventory.yaml").display()
+        )
+    );
+    for created in [
+        "node/cp-1 created",
+        "persistentvolumeclaim/",
+        "persistentvolume/",
+        "storageclass.storage.k8s.io/",
+        "volumeattachment.storage.k8s.io/",
+        "deployment.apps/",
+        "configmap/node-agent-config created",
+        "backup.velero.io/",
+        "dataupload.velero.io/",
+        "machine.cluster.x-k8s.io/",
+    ] {
+        assert!(stdout.contains(created), "{created} not in\n{stdout}");
+    }
+    let created: std::collections::BTreeSet<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_suffix(" created"))
+        .collect();
+    // Machines at both served versions: the example mixes v1beta1 and
+    // v1beta2, and the stand-in keeps each version's objects apart (see
+    // docs/kube-fake-api.md).
+    let (code, listed, stderr) = kubectl_run(&[
+        "get",
+        "nodes,pods,persistentvolumeclaims,persistentvolumes,storageclasses,volumeattachments,configmaps,deployments,backups,datauploads,datadownloads,podvolumebackups,podvolumerestores,machines.v1beta1.cluster.x-k8s.io,machines.v1beta2.cluster.x-k8s.io",
+        "-A",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let listed: std::collections::BTreeSet<&str> = listed.lines().collect();
+    assert_eq!(listed, created, "every object kubectl created is listed");
+    assert_eq!(created.len(), 71, "{created:#?}");
+    // The statuses, where a kind has a status subresource (a create
+    // drops them there).
+    let file = |name: &str| examples.join(name).display().to_string();
+    let (code, _, stderr) = kubectl_run(&[
+        "apply",
+        "--validate=false",
+        "--server-side",
+        "--subresource=status",
+        "-f",
+        &file("nodes.yaml"),
+        "-f",
+        &file("pods.yaml"),
+        "-f",
+        &file("machines.yaml"),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (_, allocatable, _) = kubectl_run(&[
+        "get",
+        "node",
+        "cp-1",
+        "-o",
+        "jsonpath={.status.allocatable.pods}",
+    ]);
+    assert_eq!(allocatable, "110");
 }

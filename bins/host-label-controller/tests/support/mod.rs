@@ -57,17 +57,36 @@ pub fn move_machine(fake: &FakeApi, name: &str, host: &str) {
 
 /// A pod of ReplicaSet `rs` on `node` with required anti-affinity on `key`.
 pub fn seed_replica(fake: &FakeApi, name: &str, rs: &str, node: &str, key: &str) {
+    seed_replica_with(fake, name, rs, node, key, true);
+}
+
+/// A replica of `rs` on `node` whose anti-affinity on `key` is required
+/// or only preferred.
+pub fn seed_replica_with(
+    fake: &FakeApi,
+    name: &str,
+    rs: &str,
+    node: &str,
+    key: &str,
+    required: bool,
+) {
+    let term = json!({"labelSelector": {"matchLabels": {"app": rs}}, "topologyKey": key});
+    let anti_affinity = if required {
+        json!({"requiredDuringSchedulingIgnoredDuringExecution": [term]})
+    } else {
+        json!({"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": term}
+        ]})
+    };
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {
-            "name": name, "namespace": "app", "labels": {"app": "web"},
+            "name": name, "namespace": "app", "labels": {"app": rs},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": format!("uid-{rs}"), "controller": true}],
         },
         "spec": {
             "nodeName": node,
             "containers": [{"name": "c", "image": "nginx"}],
-            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": key}
-            ]}},
+            "affinity": {"podAntiAffinity": anti_affinity},
         },
         "status": {"phase": "Running"},
     }))

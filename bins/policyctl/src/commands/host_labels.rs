@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anti_affinity_placement::labels::{
-    HostLabelConfig, HostLabelsReport, LabelKey, MachineLabelSync, RuleStrength, sanitize,
+    HostLabelConfig, HostLabelsReport, LabelKey, MachineLabelSync, sanitize,
 };
 use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use kube_adapters::capi::{host_map, machine_label_plans};
@@ -305,7 +305,7 @@ pub fn document(labels: &HostLabels) -> Value {
                 "rule": shared.rule.as_str(),
                 "group": shared.group,
             })).collect::<Vec<_>>(),
-            "preferredSummary": preferred_summary(&report.audit).iter().map(|group| json!({
+            "preferredSummary": report.audit.preferred_summary().iter().map(|group| json!({
                 "group": group.group,
                 "hosts": group.hosts,
                 "pods": group.pods,
@@ -319,37 +319,6 @@ pub fn document(labels: &HostLabels) -> Value {
         document["warnings"] = json!(labels.warnings);
     }
     document
-}
-
-/// The replicas of one group whose rule on the host key is only
-/// preferred, over every host they share.
-pub struct PreferredGroup {
-    /// The group (`namespace owner KIND/NAME`, or its selector).
-    pub group: String,
-    /// Hosts with two or more of its replicas.
-    pub hosts: usize,
-    /// Replicas on those hosts.
-    pub pods: usize,
-}
-
-/// One entry per group with only preferred rules, sorted by group.
-pub fn preferred_summary(audit: &anti_affinity_placement::labels::Audit) -> Vec<PreferredGroup> {
-    let mut groups: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for shared in &audit.shared_hosts {
-        if shared.rule == RuleStrength::Preferred {
-            let entry = groups.entry(shared.group.as_str()).or_default();
-            entry.0 += 1;
-            entry.1 += shared.pods.len();
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(group, (hosts, pods))| PreferredGroup {
-            group: group.to_owned(),
-            hosts,
-            pods,
-        })
-        .collect()
 }
 
 /// The people's view of a report.
@@ -401,19 +370,13 @@ pub fn table_text(labels: &HostLabels) -> String {
             .collect();
         // Required rules: every shared host (a label problem). Preferred
         // rules allow sharing: one line per workload.
-        rows.extend(
-            audit
-                .shared_hosts
-                .iter()
-                .filter(|shared| shared.rule == RuleStrength::Required)
-                .map(|shared| {
-                    [
-                        format!("shared host {} (required rule)", shared.host),
-                        shared.pods.join(", "),
-                    ]
-                }),
-        );
-        let preferred = preferred_summary(audit);
+        rows.extend(audit.required_sharing().map(|shared| {
+            [
+                format!("shared host {} (required rule)", shared.host),
+                shared.pods.join(", "),
+            ]
+        }));
+        let preferred = audit.preferred_summary();
         rows.extend(preferred.iter().map(|group| {
             [
                 "preferred rule only".to_owned(),

@@ -27,6 +27,7 @@
 mod capi;
 mod error;
 mod objects;
+mod skip;
 pub mod text;
 mod yaml_stream;
 
@@ -37,6 +38,7 @@ use kube_adapters::meta::namespace_or_default;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use skip::Skips;
 
 pub use capi::{CAPI_KINDS, CapiInventory};
 pub use error::{FieldError, ManifestError, Origin, Position};
@@ -244,57 +246,80 @@ struct ListDocument<'a> {
 /// list, a field of the wrong type) takes the general path, which gives the
 /// same messages as YAML. Returns whether any value was not `null`.
 fn add_json(inventory: &mut Inventory, name: &str, text: &str) -> Result<bool, ManifestError> {
+    let origin = |number: usize| Origin {
+        file: name.to_owned(),
+        document: number,
+        item: None,
+    };
+    // The common dump, one `kubectl get -o json` list: its items are found
+    // in one pass over the text, without a first pass to split values.
+    if let Some(list) = as_list(text) {
+        add_json_list(inventory, name, origin(1), list)?;
+        return Ok(true);
+    }
     let mut read_any = false;
     let values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
     for (index, raw) in values.enumerate() {
         let number = index + 1;
         let raw = raw.map_err(|error| text::json_syntax_error(name, number, &error))?;
-        let parse = |raw: &RawValue| {
-            serde_json::from_str::<Value>(raw.get())
-                .map_err(|error| text::json_syntax_error(name, number, &error))
-        };
-        let origin = Origin {
-            file: name.to_owned(),
-            document: number,
-            item: None,
-        };
         if raw.get() == "null" {
             continue;
         }
         read_any = true;
-        let list = serde_json::from_str::<ListDocument<'_>>(raw.get())
-            .ok()
-            .filter(|list| !list.api_version.is_empty() && list.kind.ends_with("List"));
-        let Some(list) = list else {
-            add_document(inventory, origin, parse(raw)?)?;
-            continue;
-        };
-        let item_kind = list.kind.strip_suffix("List").unwrap_or_default();
-        for (index, item) in list.items.into_iter().enumerate() {
-            let item_origin = origin.item(index);
-            match filed_item(item.get(), Some((&list.api_version, item_kind))) {
-                Some(filed) => {
-                    let text = Item::Text {
-                        text: item.get(),
-                        name: filed.name,
-                        namespace: filed.namespace,
-                    };
-                    add_object(
-                        inventory,
-                        item_origin,
-                        &filed.api_version,
-                        &filed.kind,
-                        text,
-                    )?;
-                }
-                None => {
-                    let value = with_defaults(parse(item)?, &list.api_version, item_kind);
-                    add_document(inventory, item_origin, value)?;
-                }
+        match as_list(raw.get()) {
+            Some(list) => add_json_list(inventory, name, origin(number), list)?,
+            None => {
+                let value = serde_json::from_str::<Value>(raw.get())
+                    .map_err(|error| text::json_syntax_error(name, number, &error))?;
+                add_document(inventory, origin(number), value)?;
             }
         }
     }
     Ok(read_any)
+}
+
+/// `text` as one list document (`apiVersion` set, a kind ending in
+/// `List`), if it is one.
+fn as_list(text: &str) -> Option<ListDocument<'_>> {
+    serde_json::from_str::<ListDocument<'_>>(text)
+        .ok()
+        .filter(|list| !list.api_version.is_empty() && list.kind.ends_with("List"))
+}
+
+/// Adds the items of a JSON list document, each decoded from its text.
+fn add_json_list(
+    inventory: &mut Inventory,
+    name: &str,
+    origin: Origin,
+    list: ListDocument<'_>,
+) -> Result<(), ManifestError> {
+    let item_kind = list.kind.strip_suffix("List").unwrap_or_default();
+    for (index, item) in list.items.into_iter().enumerate() {
+        let item_origin = origin.item(index);
+        match filed_item(item.get(), Some((&list.api_version, item_kind))) {
+            Some(filed) => {
+                let text = Item::Text {
+                    text: item.get(),
+                    name: filed.name,
+                    namespace: filed.namespace,
+                };
+                add_object(
+                    inventory,
+                    item_origin,
+                    &filed.api_version,
+                    &filed.kind,
+                    text,
+                )?;
+            }
+            None => {
+                let value = serde_json::from_str::<Value>(item.get())
+                    .map_err(|error| text::json_syntax_error(name, origin.document, &error))?;
+                let value = with_defaults(value, &list.api_version, item_kind);
+                add_document(inventory, item_origin, value)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn add_document(
@@ -527,9 +552,8 @@ fn insert<T: DeserializeOwned + kube::Resource + Unread>(
             typed.drop_unread();
             typed
         }
-        Item::Text { text, .. } => match serde_json::from_str::<T>(text) {
+        Item::Text { text, .. } => match skip::from_json_str::<T>(text, T::SKIPPED) {
             Ok(mut typed) => {
-                typed.meta_mut().managed_fields = None;
                 typed.drop_unread();
                 typed
             }
@@ -578,12 +602,64 @@ fn insert_located<T>(
     }
 }
 
-/// Fields of a kind that no command reads, dropped after decoding so that
-/// an inventory of a large cluster stays small.
+/// Fields of a kind that no command reads: skipped while decoding JSON
+/// text (never built), and dropped after decoding a tree, so that reading
+/// a large cluster is fast and its inventory stays small.
 pub(super) trait Unread {
-    /// Drops them (nothing, for most kinds).
+    /// What decoding skips: at least `metadata.managedFields`.
+    const SKIPPED: &'static Skips = &ONLY_MANAGED_FIELDS;
+
+    /// Drops what is left of them after decoding (nothing, for most kinds).
     fn drop_unread(&mut self) {}
 }
+
+/// `metadata.managedFields`, often the larger part of an object in a
+/// `kubectl get` dump.
+static METADATA: Skips = Skips::Fields(&[("managedFields", None)]);
+static ONLY_MANAGED_FIELDS: Skips = Skips::Fields(&[("metadata", Some(&METADATA))]);
+
+/// A container's fields no scheduling rule reads.
+static CONTAINER: Skips = Skips::Fields(&[
+    ("env", None),
+    ("envFrom", None),
+    ("livenessProbe", None),
+    ("readinessProbe", None),
+    ("startupProbe", None),
+    ("lifecycle", None),
+    ("command", None),
+    ("args", None),
+]);
+static CONTAINERS: Skips = Skips::Each(&CONTAINER);
+static POD: Skips = Skips::Fields(&[
+    ("metadata", Some(&METADATA)),
+    (
+        "spec",
+        Some(&Skips::Fields(&[
+            ("containers", Some(&CONTAINERS)),
+            ("initContainers", Some(&CONTAINERS)),
+        ])),
+    ),
+    (
+        "status",
+        Some(&Skips::Fields(&[
+            ("containerStatuses", None),
+            ("initContainerStatuses", None),
+            ("ephemeralContainerStatuses", None),
+        ])),
+    ),
+]);
+/// A workload read for its selector: its pod template is not read.
+static WITHOUT_TEMPLATE: Skips = Skips::Fields(&[
+    ("metadata", Some(&METADATA)),
+    ("spec", Some(&Skips::Fields(&[("template", None)]))),
+]);
+static STATEFUL_SET: Skips = Skips::Fields(&[
+    ("metadata", Some(&METADATA)),
+    (
+        "spec",
+        Some(&Skips::Fields(&[("volumeClaimTemplates", None)])),
+    ),
+]);
 
 impl Unread for k8s_openapi::api::core::v1::Pod {
     /// Container statuses, environment, probes, commands, and volumes that
@@ -591,6 +667,8 @@ impl Unread for k8s_openapi::api::core::v1::Pod {
     /// ConfigMaps, Secrets, the downward API, emptyDir), which no scheduling
     /// rule looks at: the scheduler, the diagnosis and the reports read
     /// requests, ports, claims and other volumes, phase and conditions.
+    const SKIPPED: &'static Skips = &POD;
+
     fn drop_unread(&mut self) {
         if let Some(status) = self.status.as_mut() {
             status.container_statuses = None;
@@ -629,6 +707,8 @@ impl Unread for k8s_openapi::api::core::v1::Pod {
 /// Workloads are read for their selectors (kube-scheduler's default
 /// topology spreading): their pod templates are dropped.
 impl Unread for k8s_openapi::api::apps::v1::ReplicaSet {
+    const SKIPPED: &'static Skips = &WITHOUT_TEMPLATE;
+
     fn drop_unread(&mut self) {
         if let Some(spec) = self.spec.as_mut() {
             spec.template = None;
@@ -639,6 +719,8 @@ impl Unread for k8s_openapi::api::apps::v1::ReplicaSet {
 /// A StatefulSet keeps its pod template (`capacity --workload` copies it);
 /// its volume claim templates are dropped.
 impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
+    const SKIPPED: &'static Skips = &STATEFUL_SET;
+
     fn drop_unread(&mut self) {
         if let Some(spec) = self.spec.as_mut() {
             spec.volume_claim_templates = None;
@@ -647,6 +729,8 @@ impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
 }
 
 impl Unread for k8s_openapi::api::core::v1::ReplicationController {
+    const SKIPPED: &'static Skips = &WITHOUT_TEMPLATE;
+
     fn drop_unread(&mut self) {
         if let Some(spec) = self.spec.as_mut() {
             spec.template = None;

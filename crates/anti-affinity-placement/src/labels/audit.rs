@@ -76,6 +76,51 @@ pub struct Audit {
     pub shared_hosts: Vec<SharedHost>,
 }
 
+impl Audit {
+    /// The shared hosts whose group has a required rule on a host key:
+    /// each one a label problem or a scheduling anomaly to act on.
+    pub fn required_sharing(&self) -> impl Iterator<Item = &SharedHost> {
+        self.shared_hosts
+            .iter()
+            .filter(|shared| shared.rule == RuleStrength::Required)
+    }
+
+    /// The groups whose rules on the host keys are only preferred, each
+    /// summarised over every host its replicas share (sharing is what a
+    /// preferred rule allows once replicas outnumber hosts), sorted by
+    /// group.
+    pub fn preferred_summary(&self) -> Vec<PreferredGroup> {
+        let mut groups: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for shared in &self.shared_hosts {
+            if shared.rule == RuleStrength::Preferred {
+                let entry = groups.entry(shared.group.as_str()).or_default();
+                entry.0 += 1;
+                entry.1 += shared.pods.len();
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(group, (hosts, pods))| PreferredGroup {
+                group: group.to_owned(),
+                hosts,
+                pods,
+            })
+            .collect()
+    }
+}
+
+/// The replicas of one group whose rule on the host keys is only
+/// preferred, over every host they share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreferredGroup {
+    /// The group (`namespace owner KIND/NAME`, or its selector).
+    pub group: String,
+    /// Hosts with two or more of its replicas.
+    pub hosts: usize,
+    /// Replicas on those hosts.
+    pub pods: usize,
+}
+
 /// The selector (debug form) of the first term of `spec` that spreads over
 /// one of `keys` and the strength of the strongest such rule, or `None` if
 /// no term does.

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Serialize;
 
-pub use audit::{Audit, NodeLabels, RuleStrength, SharedHost, audit, audit_views};
+pub use audit::{Audit, NodeLabels, PreferredGroup, RuleStrength, SharedHost, audit, audit_views};
 pub use key::{
     DEFAULT_HOST_LABEL_KEY, DEFAULT_MANAGED_LABELS_ANNOTATION, LabelKey, LabelKeyError,
     NODE_RESTRICTION_HOST_LABEL_KEY,
