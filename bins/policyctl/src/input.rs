@@ -191,44 +191,48 @@ fn read_bounded(
         read: budget.used,
     };
     let mut bytes: Vec<u8> = Vec::new();
-    if let Known::Size(size) = known {
-        // A regular file's size is known: one allocation of that size,
-        // instead of a buffer that doubles (and is copied) as it fills.
-        let size = usize::try_from(size).map_err(|_| out_of_memory(budget))?;
-        bytes
-            .try_reserve_exact(size)
-            .map_err(|_| out_of_memory(budget))?;
-    }
-    let mut head_decided = matches!(known, Known::Size(_));
-    let mut chunk = vec![0_u8; CHUNK];
-    let mut utf16 = false;
+    let mut head_decided = false;
     loop {
-        let read = match reader.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+        // Read straight into the buffer: a regular file in one read of its
+        // size, reserved at once (no buffer that doubles and is copied); a
+        // stream a chunk at a time, so its first line is judged early.
+        // After a regular file's size, only a probe: the file grew, or it
+        // ends here (then nothing is reserved).
+        let (chunk, reserve) = match known {
+            Known::Size(size) if bytes.is_empty() => (size.max(1), true),
+            Known::Size(_) => (CHUNK as u64, false),
+            Known::Stream => (CHUNK as u64, true),
+        };
+        let limit = chunk.min(budget.remaining().saturating_add(1));
+        if reserve {
+            let additional = usize::try_from(limit).map_err(|_| out_of_memory(budget))?;
+            bytes
+                .try_reserve_exact(additional)
+                .map_err(|_| out_of_memory(budget))?;
+        }
+        let start = bytes.len();
+        let read = match (&mut *reader).take(limit).read_to_end(&mut bytes) {
+            Ok(read) => read as u64,
             Err(error) => return Err(read_error(name, &error)),
         };
-        if read as u64 > budget.remaining() {
+        if read == 0 {
+            break;
+        }
+        if read > budget.remaining() {
             return Err(ManifestError::TooLarge {
                 file: name.to_owned(),
                 limit: budget.limit,
             });
         }
-        budget.used += read as u64;
-        let start = bytes.len();
-        bytes.try_reserve(read).map_err(|_| out_of_memory(budget))?;
-        bytes.extend_from_slice(&chunk[..read]);
-        if start == 0 || (start < 2 && bytes.len() >= 2) {
-            utf16 = bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]);
-        }
-        if !utf16 && let Some(offset) = chunk[..read].iter().position(|byte| *byte == 0) {
+        budget.used += read;
+        let utf16 = bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]);
+        if !utf16 && let Some(offset) = memchr::memchr(0, &bytes[start..]) {
             return Err(ManifestError::NotText {
                 file: name.to_owned(),
                 problem: format!("a NUL byte at byte {}", start + offset),
             });
         }
-        if !head_decided && !utf16 {
+        if !head_decided && !utf16 && matches!(known, Known::Stream) {
             match head::judge(&bytes) {
                 // Only comments and blank lines so far: leave the rest to
                 // the parser rather than rescan an ever longer start.
@@ -244,6 +248,7 @@ fn read_bounded(
             }
         }
     }
+    let utf16 = bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]);
     if utf16 {
         return decode_utf16(name, &bytes);
     }

@@ -147,10 +147,9 @@ fn add_source(inventory: &mut Inventory, name: &str, text: &str) -> Result<(), M
 /// needed to file it, decoded straight into its type.
 pub(super) enum Item<'a> {
     Tree(Value),
+    /// JSON text: its name and namespace are read from the decoded object.
     Text {
         text: &'a str,
-        name: Option<Cow<'a, str>>,
-        namespace: Option<Cow<'a, str>>,
     },
 }
 
@@ -178,24 +177,12 @@ struct ItemHeader<'a> {
     api_version: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    metadata: Option<HeaderMetadata<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct HeaderMetadata<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
 }
 
 /// How an item of a list is filed, read from its text.
 pub(super) struct Filed<'a> {
     api_version: Cow<'a, str>,
     kind: Cow<'a, str>,
-    name: Option<Cow<'a, str>>,
-    namespace: Option<Cow<'a, str>>,
 }
 
 /// How the item `text` of a list is filed, the list's `apiVersion` and item
@@ -208,24 +195,44 @@ pub(super) fn filed_item<'a>(
     text: &'a str,
     defaults: Option<(&'a str, &'a str)>,
 ) -> Option<Filed<'a>> {
-    let header = serde_json::from_str::<ItemHeader<'a>>(text).ok()?;
-    let (default_api_version, default_kind) = defaults.unwrap_or_default();
-    let api_version = header
-        .api_version
-        .unwrap_or(Cow::Borrowed(default_api_version));
-    let kind = header.kind.unwrap_or(Cow::Borrowed(default_kind));
-    let plain = !api_version.is_empty() && !kind.is_empty() && !kind.ends_with("List");
-    plain.then(|| {
-        let (name, namespace) = header
-            .metadata
-            .map_or((None, None), |m| (m.name, m.namespace));
-        Filed {
-            api_version,
-            kind,
-            name,
-            namespace,
+    let (api_version, kind) = match leading_type(text) {
+        Some((api_version, kind)) => (Cow::Borrowed(api_version), Cow::Borrowed(kind)),
+        None => {
+            let header = serde_json::from_str::<ItemHeader<'a>>(text).ok()?;
+            let (default_api_version, default_kind) = defaults.unwrap_or_default();
+            (
+                header
+                    .api_version
+                    .unwrap_or(Cow::Borrowed(default_api_version)),
+                header.kind.unwrap_or(Cow::Borrowed(default_kind)),
+            )
         }
-    })
+    };
+    let plain = !api_version.is_empty() && !kind.is_empty() && !kind.ends_with("List");
+    plain.then_some(Filed { api_version, kind })
+}
+
+/// `apiVersion` and `kind` when they open the object, in that order and
+/// without escapes, as kubectl prints every object: read from the first
+/// bytes instead of a pass over the whole item.
+fn leading_type(text: &str) -> Option<(&str, &str)> {
+    fn skip_space(text: &str) -> &str {
+        text.trim_start_matches([' ', '\t', '\n', '\r'])
+    }
+    fn field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
+        let text = skip_space(text).strip_prefix('"')?.strip_prefix(key)?;
+        let text = skip_space(text.strip_prefix('"')?).strip_prefix(':')?;
+        let text = skip_space(text).strip_prefix('"')?;
+        let end = text.find(['"', '\\'])?;
+        text[end..]
+            .starts_with('"')
+            .then(|| (&text[..end], &text[end + 1..]))
+    }
+    let text = skip_space(text).strip_prefix('{')?;
+    let (api_version, rest) = field(text, "apiVersion")?;
+    let rest = skip_space(rest).strip_prefix(',')?;
+    let (kind, _) = field(rest, "kind")?;
+    Some((api_version, kind))
 }
 
 /// What a list document holds, read without building its items: each item
@@ -298,11 +305,7 @@ fn add_json_list(
         let item_origin = origin.item(index);
         match filed_item(item.get(), Some((&list.api_version, item_kind))) {
             Some(filed) => {
-                let text = Item::Text {
-                    text: item.get(),
-                    name: filed.name,
-                    namespace: filed.namespace,
-                };
+                let text = Item::Text { text: item.get() };
                 add_object(
                     inventory,
                     item_origin,
@@ -509,59 +512,57 @@ fn insert<T: DeserializeOwned + kube::Resource + Unread>(
     namespaced: bool,
     item: Item<'_>,
 ) -> Result<(), ManifestError> {
-    let (name, namespace) = match &item {
-        Item::Tree(value) => (
-            metadata_str(value, "name"),
-            metadata_str(value, "namespace"),
-        ),
-        Item::Text {
-            name, namespace, ..
-        } => (
-            name.as_deref().map(str::to_owned),
-            namespace.as_deref().map(str::to_owned),
-        ),
-    };
-    let name = name.unwrap_or_default();
-    let key = if namespaced {
-        ObjectKey::namespaced(namespace_or_default(namespace.as_deref()), name)
-    } else {
-        ObjectKey::cluster(name)
-    };
-    let object = format!("{kind} {key}");
-    if key.name.is_empty() {
-        let value = item.into_value(&origin)?;
-        let path = [String::from("metadata"), String::from("name")];
-        let found = lookup_value(&value, &path);
-        let message = match found {
-            Some(Value::Bool(_) | Value::Number(_)) => {
-                format!("the name must be a string{}", unquoted_scalar_hint(found))
-            }
-            _ => "every object needs a name".to_owned(),
-        };
-        return Err(ManifestError::Field(Box::new(FieldError {
-            origin,
-            object: kind.to_owned(),
-            path: "metadata.name".to_owned(),
-            value: lookup(&value, &path),
-            message,
-        })));
-    }
-    let typed = match item {
-        Item::Tree(value) => {
-            let mut typed = decode::<T>(&value, &origin, &object)?;
-            typed.drop_unread();
-            typed
+    let key_of = |name: Option<&str>, namespace: Option<&str>| {
+        let name = name.unwrap_or_default().to_owned();
+        if namespaced {
+            ObjectKey::namespaced(namespace_or_default(namespace), name)
+        } else {
+            ObjectKey::cluster(name)
         }
-        Item::Text { text, .. } => match skip::from_json_str::<T>(text, T::SKIPPED) {
-            Ok(mut typed) => {
-                typed.drop_unread();
-                typed
+    };
+    let (key, typed) = match item {
+        Item::Text { text } => {
+            let decoded = skip::from_json_str::<T>(text, T::SKIPPED)
+                .ok()
+                .filter(|typed| typed.meta().name.as_deref().is_some_and(|n| !n.is_empty()));
+            let Some(mut typed) = decoded else {
+                // The tree path gives the message (field path, offending
+                // value) and reads what JSON allows but a struct refuses,
+                // such as a key given twice (the last one wins).
+                let tree = item_tree(text, &origin)?;
+                return insert(objects, origin, kind, namespaced, Item::Tree(tree));
+            };
+            typed.drop_unread();
+            let meta = typed.meta();
+            let key = key_of(meta.name.as_deref(), meta.namespace.as_deref());
+            (key, typed)
+        }
+        Item::Tree(value) => {
+            let key = key_of(
+                metadata_str(&value, "name").as_deref(),
+                metadata_str(&value, "namespace").as_deref(),
+            );
+            if key.name.is_empty() {
+                let path = [String::from("metadata"), String::from("name")];
+                let found = lookup_value(&value, &path);
+                let message = match found {
+                    Some(Value::Bool(_) | Value::Number(_)) => {
+                        format!("the name must be a string{}", unquoted_scalar_hint(found))
+                    }
+                    _ => "every object needs a name".to_owned(),
+                };
+                return Err(ManifestError::Field(Box::new(FieldError {
+                    origin,
+                    object: kind.to_owned(),
+                    path: "metadata.name".to_owned(),
+                    value: lookup(&value, &path),
+                    message,
+                })));
             }
-            // The tree path gives the message (field path, offending value)
-            // and reads what JSON allows but a struct refuses, such as a
-            // key given twice (the last one wins).
-            Err(_) => decode::<T>(&item_tree(text, &origin)?, &origin, &object)?,
-        },
+            let mut typed = decode::<T>(&value, &origin, &format!("{kind} {key}"))?;
+            typed.drop_unread();
+            (key, typed)
+        }
     };
     insert_located(
         objects,
@@ -575,12 +576,7 @@ fn insert<T: DeserializeOwned + kube::Resource + Unread>(
 }
 
 fn item_tree(text: &str, origin: &Origin) -> Result<Value, ManifestError> {
-    Item::Text {
-        text,
-        name: None,
-        namespace: None,
-    }
-    .into_value(origin)
+    Item::Text { text }.into_value(origin)
 }
 
 fn insert_located<T>(

@@ -377,3 +377,26 @@ fn the_fast_yaml_reader_gives_up_and_the_tree_reader_answers() {
     );
     assert!(message.contains("quote the value"), "{message}");
 }
+
+#[test]
+fn the_type_is_read_from_the_first_bytes_only_in_kubectls_order() {
+    use super::leading_type;
+    assert_eq!(
+        leading_type("{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",\n    \"metadata\": {}}"),
+        Some(("v1", "Pod"))
+    );
+    assert_eq!(
+        leading_type(r#"{"apiVersion":"apps/v1","kind":"ReplicaSet"}"#),
+        Some(("apps/v1", "ReplicaSet"))
+    );
+    // Any other order, an escape or a missing key: the header is parsed.
+    for text in [
+        r#"{"kind":"Pod","apiVersion":"v1"}"#,
+        r#"{"apiVersion":"v\u0031","kind":"Pod"}"#,
+        r#"{"apiVersion":"v1"}"#,
+        r#"{"metadata":{},"apiVersion":"v1","kind":"Pod"}"#,
+        r#"[]"#,
+    ] {
+        assert_eq!(leading_type(text), None, "{text}");
+    }
+}

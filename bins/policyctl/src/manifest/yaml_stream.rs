@@ -257,11 +257,7 @@ impl<'de> Visitor<'de> for ItemsSeed<'_> {
             };
             match filed {
                 Some(filed) => {
-                    let item = Item::Text {
-                        text: &json,
-                        name: filed.name,
-                        namespace: filed.namespace,
-                    };
+                    let item = Item::Text { text: &json };
                     add_object(
                         self.inventory,
                         self.origin.item(index),
