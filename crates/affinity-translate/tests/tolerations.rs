@@ -84,12 +84,18 @@ fn an_allowlisted_toleration_is_copied_whole() {
         value: Some("true".to_owned()),
         ..Toleration::default()
     };
-    assert_eq!(inherited_tolerations(std::slice::from_ref(&bare)), vec![bare]);
+    assert_eq!(
+        inherited_tolerations(std::slice::from_ref(&bare)),
+        vec![bare]
+    );
     let timed = Toleration {
         toleration_seconds: Some(300),
         ..toleration(SPOT, "Exists", None, Some("NoExecute"))
     };
-    assert_eq!(inherited_tolerations(std::slice::from_ref(&timed)), vec![timed]);
+    assert_eq!(
+        inherited_tolerations(std::slice::from_ref(&timed)),
+        vec![timed]
+    );
 }
 
 #[test]
