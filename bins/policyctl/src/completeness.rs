@@ -57,6 +57,7 @@ pub fn count(inventory: &Inventory, kind: Kind) -> usize {
         Kind::DataUpload => inventory.data_uploads.len(),
         Kind::DataDownload => inventory.data_downloads.len(),
         Kind::Deployment => inventory.deployments.len(),
+        Kind::DaemonSet => inventory.daemon_sets.len(),
         Kind::Machine => inventory.machines.len(),
         other => capi(other.resource().kind),
     }
@@ -105,7 +106,7 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
             SCHEDULING,
             STORAGE,
             VOLUMES,
-            &[Kind::DataUpload, Kind::DataDownload],
+            &[Kind::DataUpload, Kind::DataDownload, Kind::DaemonSet],
         ],
     ),
     ("queue", "Backup queue", &[&[Kind::Backup, Kind::Namespace]]),

@@ -137,8 +137,8 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn ignored_kinds_are_noted_on_stderr() {
-    let input = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: ops}\n";
+    let input = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: agent, namespace: ops}\n";
     let run = run_with_stdin(&["-f", "-", "report"], input);
-    let note = "note: ignored 1 object of kind apps/v1 DaemonSet (first in -, document 1): policyctl does not use this kind\n";
+    let note = "note: ignored 1 object of kind batch/v1 Job (first in -, document 1): policyctl does not use this kind\n";
     assert!(run.stderr.contains(note), "{}", run.stderr);
 }

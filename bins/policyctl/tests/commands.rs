@@ -124,6 +124,8 @@ fn every_contract_key_is_present() {
         [
             "affinity",
             "nodeSelector",
+            // The bundled example has no node-agent DaemonSet.
+            "notes",
             "selectedLoadAffinity",
             "storageClass",
             "tolerations",

@@ -355,6 +355,46 @@ async fn modules_live_is_byte_identical_to_dash_f_on_a_management_cluster() {
     }
 }
 
+/// The node-agent DaemonSet is listed in Velero's namespace: the
+/// tolerations it gives data movers (A2.27) are the same live as with
+/// `-f`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_agent_daemon_set_is_read_live_as_with_dash_f() {
+    let objects = objects_of(&example_files("aks-spot"));
+    let cluster = Cluster::new(&objects, &[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let diagnose: &[&str] = &[
+        "diagnose",
+        "--pod",
+        "velero/daily-shop-20260520-x7k2p",
+        "-o",
+        "json",
+    ];
+    assert_live_equals_files(
+        &cluster,
+        &server,
+        &[
+            diagnose,
+            &["affinity", "--pvc", "shop/data-orders-0", "-o", "json"],
+            &["report", "-o", "json"],
+        ],
+    )
+    .await;
+    cluster.assert_read_only();
+    let run = live(&server, diagnose).await;
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        document["inputs"]["DaemonSet"],
+        json!("read"),
+        "{document:#}"
+    );
+    assert_eq!(
+        document["schedulable"],
+        json!(["aks-spot-16180339-vmss000000"]),
+        "{document:#}"
+    );
+}
+
 /// Lists come in pages of --chunk-size (500 by default) objects, all of
 /// them read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

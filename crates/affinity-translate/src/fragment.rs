@@ -7,10 +7,11 @@ use k8s_openapi::api::core::v1::{
     Toleration,
 };
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
-use kube_validation::taints;
 use serde::{Deserialize, Serialize};
 
 use crate::config::NodeAgentConfig;
+pub use crate::os::NodeOs;
+use crate::tolerations::data_mover_tolerations;
 use crate::translate::{select_load_affinity, selector_requirements, to_affinity};
 
 /// Node label holding the node's OS.
@@ -21,17 +22,6 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const FAST_PROVISIONING_ANNOTATION: &str = "csi.vsphere.volume/fast-provisioning";
 /// PVC annotation naming the node a WaitForFirstConsumer volume goes to (A2.20).
 pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
-
-/// The OS of the nodes a data mover runs on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NodeOs {
-    /// Linux nodes: `kubernetes.io/os NotIn [windows]`.
-    #[default]
-    Linux,
-    /// Windows nodes: `kubernetes.io/os In [windows]` and `os=windows` tolerations.
-    Windows,
-}
 
 /// Which data-mover pod the fragment is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,7 +69,10 @@ pub struct PodFragment {
     pub affinity: Option<Affinity>,
     /// The pod's `nodeSelector` (restores pinned to the selected node).
     pub node_selector: Option<BTreeMap<String, String>>,
-    /// The pod's tolerations.
+    /// The pod's tolerations: those Velero copies from the node-agent
+    /// DaemonSet, then the OS tolerations (A2.16, A2.27). The fragment
+    /// functions know no DaemonSet and give the OS tolerations only; see
+    /// [`PodFragment::with_node_agent_tolerations`].
     pub tolerations: Vec<Toleration>,
     /// Whether the volume's StorageClass binds on first consumer and that
     /// matters here: for backups the topology of the source PV is used; for
@@ -88,6 +81,19 @@ pub struct PodFragment {
     pub waiting_for_first_consumer: bool,
     #[serde(skip)]
     pub(crate) layout: Layout,
+}
+
+impl PodFragment {
+    /// The fragment with the tolerations Velero gives the pod when the
+    /// node-agent DaemonSet's pod template has `node_agent` tolerations:
+    /// the allowlisted ones first, then the OS tolerations (A2.27,
+    /// [`data_mover_tolerations`]). Replaces the tolerations, so calling it
+    /// twice is the same as calling it once with the second list.
+    #[must_use]
+    pub fn with_node_agent_tolerations(mut self, node_agent: &[Toleration]) -> Self {
+        self.tolerations = data_mover_tolerations(self.node_os, node_agent);
+        self
+    }
 }
 
 /// What a backup exposure needs to know about the source volume.
@@ -123,22 +129,6 @@ fn os_requirement(os: NodeOs) -> NodeSelectorRequirement {
         }
         .to_owned(),
         values: Some(vec!["windows".to_owned()]),
-    }
-}
-
-fn os_tolerations(os: NodeOs) -> Vec<Toleration> {
-    match os {
-        NodeOs::Linux => Vec::new(),
-        NodeOs::Windows => [taints::NO_SCHEDULE, taints::NO_EXECUTE]
-            .into_iter()
-            .map(|effect| Toleration {
-                key: Some("os".to_owned()),
-                operator: Some("Equal".to_owned()),
-                value: Some("windows".to_owned()),
-                effect: Some(effect.to_owned()),
-                toleration_seconds: None,
-            })
-            .collect(),
     }
 }
 
@@ -198,7 +188,7 @@ pub fn backup_fragment(
         load_affinity_index: selected.map(|(i, _)| i),
         affinity: to_affinity(&requirements, topology),
         node_selector: None,
-        tolerations: os_tolerations(os),
+        tolerations: data_mover_tolerations(os, &[]),
         waiting_for_first_consumer: volume.wait_for_first_consumer,
         layout: Layout {
             topology: topology.map(|t| {
@@ -257,7 +247,7 @@ pub fn restore_fragment(
         affinity: to_affinity(&requirements, None),
         node_selector: selected_node
             .map(|n| BTreeMap::from([(HOSTNAME_LABEL.to_owned(), n.to_owned())])),
-        tolerations: os_tolerations(os),
+        tolerations: data_mover_tolerations(os, &[]),
         waiting_for_first_consumer: waiting,
         layout: Layout {
             topology: None,

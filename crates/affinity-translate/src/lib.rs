@@ -12,6 +12,9 @@
 //! - [`backup_fragment`], [`restore_fragment`]: the scheduling fragment of
 //!   data-mover backup and restore pods (A2.13–A2.23), never mutating the
 //!   configuration (A2.18);
+//! - [`data_mover_tolerations`], [`PodFragment::with_node_agent_tolerations`]:
+//!   the pod's tolerations, with those Velero copies from the node-agent
+//!   DaemonSet (A2.27);
 //! - [`NodeConcurrency`]: per-node data-path concurrency (L3.1–L3.3);
 //! - [`diagnose()`]: why a data-mover pod cannot schedule, node by node.
 //!
@@ -25,7 +28,9 @@ mod diagnose;
 mod finding;
 mod fragment;
 mod load;
+mod os;
 mod schema;
+mod tolerations;
 mod translate;
 mod validate;
 
@@ -46,6 +51,10 @@ pub use load::fuzz_entry;
 pub use load::{
     LoadError, Loaded, load_config_map, load_config_map_data, load_json, load_json_bytes,
     plain_type_message,
+};
+pub use tolerations::{
+    INHERITED_TOLERATION_KEYS, data_mover_tolerations, inherited_tolerations,
+    node_agent_daemon_set_name,
 };
 pub use translate::{render_requirement, select_load_affinity, selector_requirements, to_affinity};
 pub use validate::validate;

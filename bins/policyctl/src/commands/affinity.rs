@@ -2,9 +2,10 @@
 //! the scheduling fragment of the data-mover pod that would serve a PVC.
 
 use affinity_translate::{
-    FragmentError, NodeAgentConfig, NodeOs, PodFragment, backup_fragment_for, restore_fragment_for,
+    FragmentError, INHERITED_TOLERATION_KEYS, NodeAgentConfig, NodeOs, PodFragment,
+    backup_fragment_for, node_agent_daemon_set_name, restore_fragment_for,
 };
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Toleration};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::{Value, json};
 
@@ -67,6 +68,68 @@ pub fn no_node_with_os(inventory: &Inventory, os: NodeOs) -> Option<String> {
             "no appropriate node to run the data mover: no node with OS {os} ({read}); Velero fails the load before creating the pod (A2.26)"
         )
     })
+}
+
+/// The tolerations of the node-agent DaemonSet Velero copies from onto a
+/// data-mover pod on `os` nodes (A2.27): `apps/v1` DaemonSet `node-agent`
+/// (`node-agent-windows` for Windows) in `namespace`, or, with no
+/// namespace, in the one namespace of the input that has one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeAgentTolerations {
+    /// The DaemonSet pod template's tolerations (empty when not known).
+    pub tolerations: Vec<Toleration>,
+    /// Why they are not known, when they are not.
+    pub note: Option<String>,
+}
+
+/// Looks the node-agent DaemonSet up in the input ([`NodeAgentTolerations`]).
+pub fn node_agent_tolerations(
+    inventory: &Inventory,
+    namespace: Option<&str>,
+    os: NodeOs,
+) -> NodeAgentTolerations {
+    let name = node_agent_daemon_set_name(os);
+    let found: Vec<_> = inventory
+        .daemon_sets
+        .iter()
+        .filter(|(key, _)| key.name == name && namespace.is_none_or(|ns| key.namespace == ns))
+        .collect();
+    let keys = INHERITED_TOLERATION_KEYS.join(", ");
+    match found.as_slice() {
+        [(_, located)] => NodeAgentTolerations {
+            tolerations: located
+                .object
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.template.spec.as_ref())
+                .and_then(|spec| spec.tolerations.clone())
+                .unwrap_or_default(),
+            note: None,
+        },
+        [] => {
+            let (what, hint) = match namespace {
+                Some(ns) => (format!("{ns}/{name}"), ns.to_owned()),
+                None => (name.to_owned(), "velero".to_owned()),
+            };
+            NodeAgentTolerations {
+                tolerations: Vec::new(),
+                note: Some(format!(
+                    "the input has no DaemonSet {what}, so the tolerations Velero (1.17 and later) copies from it onto data-mover pods (keys {keys}) are not known and are left out; add it (kubectl get daemonset -n {hint} {name} -o yaml)"
+                )),
+            }
+        }
+        several => NodeAgentTolerations {
+            tolerations: Vec::new(),
+            note: Some(format!(
+                "the input has a DaemonSet {name} in several namespaces ({}), so which one Velero copies tolerations from (keys {keys}) is not known and they are left out; give only Velero's",
+                several
+                    .iter()
+                    .map(|(key, _)| key.namespace.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        },
+    }
 }
 
 /// Computes the fragment for one PVC.
@@ -158,7 +221,12 @@ pub fn run(
     direction: Direction,
     os: NodeOsArg,
 ) -> Result<Output, CommandError> {
-    let fragment = fragment(config, inventory, pvc_ref, direction, node_os(os))?;
+    let os = node_os(os);
+    // Live mode lists DaemonSets in Velero's namespace only; files may
+    // hold them anywhere.
+    let node_agent = node_agent_tolerations(inventory, None, os);
+    let fragment = fragment(config, inventory, pvc_ref, direction, os)?
+        .with_node_agent_tolerations(&node_agent.tolerations);
     let pod = match direction {
         Direction::Backup => "backup (DataUpload)",
         Direction::Restore => "restore (DataDownload)",
@@ -220,8 +288,14 @@ pub fn run(
         };
         rows.push([label, format!("term {}: {term}", index + 1)]);
     }
+    let mut document = fragment_json(&fragment);
+    let mut text = table(&["field", "value"], rows);
+    if let Some(note) = &node_agent.note {
+        document["notes"] = json!([note]);
+        text.push_str(&format!("\nNote: {note}.\n"));
+    }
     Ok(Output {
-        document: fragment_json(&fragment),
-        table: table(&["field", "value"], rows),
+        document,
+        table: text,
     })
 }

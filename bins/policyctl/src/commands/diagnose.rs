@@ -41,7 +41,7 @@ use serde_json::json;
 
 use crate::cli::ObjectRef;
 use crate::commands::CommandError;
-use crate::commands::affinity::{Direction, fragment_for_pvc};
+use crate::commands::affinity::{Direction, fragment_for_pvc, node_agent_tolerations};
 use crate::commands::schedule::{Cluster, require_pod};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, table};
@@ -108,9 +108,9 @@ pub fn diagnose(
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;
     }
-    let data_mover = data_mover_fragment(config, inventory, pod)?.map(|fragment| {
+    let data_mover = data_mover_fragment(config, inventory, pod)?.map(|data_mover| {
         let (running, _) = node_agent_nodes_or_all(inventory, Some(&pod_ref.namespace));
-        diagnose_fragment(&fragment, &cluster.nodes, &running)
+        diagnose_fragment(&data_mover.fragment, &cluster.nodes, &running)
     });
     let mut result = BTreeMap::new();
     for node in inventory.nodes.keys() {
@@ -252,12 +252,22 @@ fn preemption_victims(
     names
 }
 
+/// A data-mover pod's fragment, with a note when it was recomputed without
+/// the tolerations Velero copies from the node-agent DaemonSet.
+struct DataMover {
+    fragment: PodFragment,
+    note: Option<String>,
+}
+
 /// The data-mover fragment of a data-mover pod, `None` for other pods.
+/// Recomputed from the owning DataUpload or DataDownload, its tolerations
+/// are those Velero gives the pod: the allowlisted ones of the node-agent
+/// DaemonSet in the pod's namespace, then the OS ones (A2.27).
 fn data_mover_fragment(
     config: &NodeAgentConfig,
     inventory: &Inventory,
     pod: &Pod,
-) -> Result<Option<PodFragment>, CommandError> {
+) -> Result<Option<DataMover>, CommandError> {
     let owner = pod.metadata.owner_references.iter().flatten().find(|o| {
         o.api_version.starts_with("velero.io/")
             && matches!(o.kind.as_str(), "DataUpload" | "DataDownload")
@@ -304,7 +314,11 @@ fn data_mover_fragment(
             && let Ok(fragment) = fragment_for_pvc(config, inventory, &pvc.object, direction, os)
             && fragment.affinity == pod.spec.as_ref().and_then(|s| s.affinity.clone())
         {
-            return Ok(Some(fragment));
+            let node_agent = node_agent_tolerations(inventory, Some(&namespace), os);
+            return Ok(Some(DataMover {
+                fragment: fragment.with_node_agent_tolerations(&node_agent.tolerations),
+                note: node_agent.note,
+            }));
         }
     }
     fragment_from_spec(
@@ -312,7 +326,12 @@ fn data_mover_fragment(
         os,
         owner.is_some_and(|o| o.kind == "DataDownload"),
     )
-    .map(Some)
+    .map(|fragment| {
+        Some(DataMover {
+            fragment,
+            note: None,
+        })
+    })
 }
 
 /// A fragment read back from a pod spec (requirement origins unknown).
@@ -456,11 +475,17 @@ pub fn run(
     if let Some(nominated) = &nominated {
         document["nominatedNodeName"] = json!(nominated);
     }
-    let unchecked_agents = data_mover_fragment(config, inventory, pod)?.is_some()
-        && !node_agent_pods_in_input(inventory, Some(&pod_ref.namespace));
+    let data_mover = data_mover_fragment(config, inventory, pod)?;
+    let unchecked_agents =
+        data_mover.is_some() && !node_agent_pods_in_input(inventory, Some(&pod_ref.namespace));
+    let mut notes: Vec<String> = Vec::new();
     if unchecked_agents {
         document["nodeAgents"] = json!("not in input");
-        document["notes"] = json!([NO_NODE_AGENT_PODS]);
+        notes.push(NO_NODE_AGENT_PODS.to_owned());
+    }
+    notes.extend(data_mover.and_then(|d| d.note));
+    if !notes.is_empty() {
+        document["notes"] = json!(notes);
     }
     let mut text = format!(
         "Pod {pod_ref} (phase {}): {} node(s) can run it{}\n\n",
@@ -501,8 +526,8 @@ pub fn run(
             ]
         }),
     ));
-    if unchecked_agents {
-        text.push_str(&format!("\nNote: {NO_NODE_AGENT_PODS}.\n"));
+    for note in &notes {
+        text.push_str(&format!("\nNote: {note}.\n"));
     }
     let hints: Vec<(&String, &NodeFinding)> = findings
         .iter()

@@ -10,7 +10,9 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{HostsAction, SootheMode};
-use crate::commands::affinity::{Direction, fragment_for_pvc, no_node_with_os};
+use crate::commands::affinity::{
+    Direction, fragment_for_pvc, no_node_with_os, node_agent_tolerations,
+};
 use crate::commands::config_source::ConfigInput;
 use crate::commands::queue::ConcurrentBackups;
 use crate::commands::soothe::DataMovers;
@@ -270,6 +272,12 @@ fn data_movers(config: &NodeAgentConfig, inventory: &Inventory) -> (String, Valu
         } else {
             pvc_text.clone()
         };
+        // The tolerations Velero copies from the node-agent DaemonSet
+        // (A2.27); without it in the input, the OS ones only.
+        let outcome = outcome.map(|fragment| {
+            let node_agent = node_agent_tolerations(inventory, Some(&key.namespace), NodeOs::Linux);
+            fragment.with_node_agent_tolerations(&node_agent.tolerations)
+        });
         match outcome {
             Ok(fragment) => {
                 let diagnosis = diagnose(&fragment, &nodes, &running);

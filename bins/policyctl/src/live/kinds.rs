@@ -57,6 +57,9 @@ pub enum Kind {
     DataDownload,
     /// `apps/v1` Deployment, in every namespace (pod templates).
     Deployment,
+    /// `apps/v1` DaemonSet, in Velero's namespace (the node-agent's
+    /// tolerations, copied onto data-mover pods).
+    DaemonSet,
     /// Cluster API Machine, in every namespace.
     Machine,
     /// Cluster API Cluster, in every namespace.
@@ -133,7 +136,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 27] = [
+    pub const ALL: [Kind; 28] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
@@ -153,6 +156,7 @@ impl Kind {
         Kind::DataUpload,
         Kind::DataDownload,
         Kind::Deployment,
+        Kind::DaemonSet,
         Kind::Machine,
         Kind::Cluster,
         Kind::KubeadmControlPlane,
@@ -259,6 +263,7 @@ impl Kind {
                     VeleroNamespace,
                 ),
                 Kind::Deployment => ("apps", &["v1"], "Deployment", "deployments", AllNamespaces),
+                Kind::DaemonSet => ("apps", &["v1"], "DaemonSet", "daemonsets", VeleroNamespace),
                 Kind::Machine => (
                     "cluster.x-k8s.io",
                     CAPI_VERSIONS,
@@ -390,7 +395,9 @@ pub fn needs(command: &Command) -> Needs {
         } => &[CONFIG],
         Command::Concurrency => &[CONFIG, &[Kind::Node]],
         // Nodes: Velero fails the load when none has the data mover's OS.
-        Command::Affinity(_) => &[CONFIG, STORAGE, &[Kind::Node]],
+        // The node-agent DaemonSet: the tolerations Velero copies onto
+        // data-mover pods.
+        Command::Affinity(_) => &[CONFIG, STORAGE, &[Kind::Node, Kind::DaemonSet]],
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         Command::Soothe(_) => &[CONFIG, DATA_PATH],
@@ -407,7 +414,14 @@ pub fn needs(command: &Command) -> Needs {
             Some(HostLabelsAction::Sanitize { .. }) => return Needs::Nothing,
             None => &[SCHEDULING, &[Kind::Machine]],
         },
-        Command::Diagnose(_) => &[CONFIG, SCHEDULING, STORAGE, VOLUMES, DATA_PATH],
+        Command::Diagnose(_) => &[
+            CONFIG,
+            SCHEDULING,
+            STORAGE,
+            VOLUMES,
+            DATA_PATH,
+            &[Kind::DaemonSet],
+        ],
         Command::Modules(_) => &[CLUSTER_API],
         Command::Report(_) => &[&Kind::ALL],
         Command::Rbac(_) => return Needs::Nothing,

@@ -454,6 +454,7 @@ fn add_object(
             value,
         ),
         ("apps/v1", "Deployment") => insert(&mut inventory.deployments, origin, kind, true, value),
+        ("apps/v1", "DaemonSet") => insert(&mut inventory.daemon_sets, origin, kind, true, value),
         ("velero.io/v1", "Backup") => insert(&mut inventory.backups, origin, kind, true, value),
         ("velero.io/v1", "PodVolumeBackup") => {
             insert(&mut inventory.pod_volume_backups, origin, kind, true, value)
@@ -649,6 +650,24 @@ static WITHOUT_TEMPLATE: Skips = Skips::Fields(&[
     ("metadata", Some(&METADATA)),
     ("spec", Some(&Skips::Fields(&[("template", None)]))),
 ]);
+/// A DaemonSet is read for its pod template's tolerations: the
+/// containers' fields no rule reads are skipped as in a pod.
+static DAEMON_SET: Skips = Skips::Fields(&[
+    ("metadata", Some(&METADATA)),
+    (
+        "spec",
+        Some(&Skips::Fields(&[(
+            "template",
+            Some(&Skips::Fields(&[(
+                "spec",
+                Some(&Skips::Fields(&[
+                    ("containers", Some(&CONTAINERS)),
+                    ("initContainers", Some(&CONTAINERS)),
+                ])),
+            )])),
+        )])),
+    ),
+]);
 static STATEFUL_SET: Skips = Skips::Fields(&[
     ("metadata", Some(&METADATA)),
     (
@@ -720,6 +739,24 @@ impl Unread for k8s_openapi::api::apps::v1::StatefulSet {
     fn drop_unread(&mut self) {
         if let Some(spec) = self.spec.as_mut() {
             spec.volume_claim_templates = None;
+        }
+    }
+}
+
+/// The node-agent DaemonSet is read for its pod template's tolerations
+/// (copied onto data-mover pods); its containers and volumes are dropped.
+impl Unread for k8s_openapi::api::apps::v1::DaemonSet {
+    const SKIPPED: &'static Skips = &DAEMON_SET;
+
+    fn drop_unread(&mut self) {
+        if let Some(spec) = self
+            .spec
+            .as_mut()
+            .and_then(|spec| spec.template.spec.as_mut())
+        {
+            spec.containers.clear();
+            spec.init_containers = None;
+            spec.volumes = None;
         }
     }
 }

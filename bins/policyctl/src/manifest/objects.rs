@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anti_affinity_placement::hosts::HostInventory;
 use capi_api::Machine;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -96,6 +96,9 @@ pub struct Inventory {
     /// `apps/v1` Deployments (their pod template: `capacity --workload`,
     /// the report's spare-replica section).
     pub deployments: Objects<Deployment>,
+    /// `apps/v1` DaemonSets (the node-agent's: the tolerations Velero
+    /// copies onto data-mover pods).
+    pub daemon_sets: Objects<DaemonSet>,
     /// `storage.k8s.io/v1` CSINodes (per-node CSI attach limits).
     pub csi_nodes: Objects<CSINode>,
     /// `velero.io/v1` Backups.
@@ -151,6 +154,9 @@ impl Inventory {
         ];
         if !self.csi_nodes.is_empty() {
             counts.push(("CSINode", self.csi_nodes.len()));
+        }
+        if !self.daemon_sets.is_empty() {
+            counts.push(("DaemonSet", self.daemon_sets.len()));
         }
         if !self.cluster_api.is_empty() {
             counts.extend(self.cluster_api.counts());

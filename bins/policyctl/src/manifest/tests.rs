@@ -73,12 +73,12 @@ items:
 #[test]
 fn other_kinds_are_counted_not_rejected() {
     let yaml = "\
-apiVersion: apps/v1
-kind: DaemonSet
+apiVersion: batch/v1
+kind: Job
 metadata: {name: web, namespace: shop}
 ---
-apiVersion: apps/v1
-kind: DaemonSet
+apiVersion: batch/v1
+kind: Job
 metadata: {name: api, namespace: shop}
 ---
 apiVersion: velero.io/v1
@@ -89,7 +89,7 @@ metadata: {name: wrong-version, namespace: velero}
     assert_eq!(
         inventory.ignored_notes(),
         [
-            "note: ignored 2 objects of kind apps/v1 DaemonSet (first in w.yaml, document 1): policyctl does not use this kind",
+            "note: ignored 2 objects of kind batch/v1 Job (first in w.yaml, document 1): policyctl does not use this kind",
             "note: ignored 1 object of kind velero.io/v1 DataUpload (first in w.yaml, document 3): policyctl does not use this kind",
         ]
     );
