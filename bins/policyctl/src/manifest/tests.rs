@@ -382,7 +382,9 @@ fn the_fast_yaml_reader_gives_up_and_the_tree_reader_answers() {
 fn the_type_is_read_from_the_first_bytes_only_in_kubectls_order() {
     use super::leading_type;
     assert_eq!(
-        leading_type("{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",\n    \"metadata\": {}}"),
+        leading_type(
+            "{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",\n    \"metadata\": {}}"
+        ),
         Some(("v1", "Pod"))
     );
     assert_eq!(
