@@ -206,9 +206,12 @@ fn read_bounded(
         let limit = chunk.min(budget.remaining().saturating_add(1));
         if reserve {
             let additional = usize::try_from(limit).map_err(|_| out_of_memory(budget))?;
-            bytes
-                .try_reserve_exact(additional)
-                .map_err(|_| out_of_memory(budget))?;
+            let reserved = match known {
+                Known::Size(_) => bytes.try_reserve_exact(additional),
+                // A stream's buffer grows by doubling, not a chunk at a time.
+                Known::Stream => bytes.try_reserve(additional),
+            };
+            reserved.map_err(|_| out_of_memory(budget))?;
         }
         let start = bytes.len();
         let read = match (&mut *reader).take(limit).read_to_end(&mut bytes) {
