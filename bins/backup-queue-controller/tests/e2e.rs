@@ -395,7 +395,11 @@ fn assert_dry_run_logs(lines: &[String], would: &str, done: &str) {
     for line in lines {
         let value: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
         let keys = value.as_object().map_or(0, |object| object.len());
-        assert_eq!(top_level_keys(line), keys, "a key appears twice: {line}");
+        assert_eq!(
+            controller_kit::telemetry::top_level_key_count(line),
+            keys,
+            "a key appears twice: {line}"
+        );
         assert_ne!(value["message"], done, "a dry run claims a write: {line}");
         for debug in ["Some(", "None", " { "] {
             assert!(
@@ -661,29 +665,4 @@ async fn serves_metrics_health_and_readiness() {
         "{body}"
     );
     ctl.stop().await;
-}
-
-/// How many keys the JSON object `line` has at its top level, repeats
-/// included (a parsed map keeps one of each).
-fn top_level_keys(line: &str) -> usize {
-    let (mut depth, mut in_string, mut escaped, mut keys) = (0usize, false, false, 0);
-    for c in line.chars() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' | '[' => depth += 1,
-            '}' | ']' => depth = depth.saturating_sub(1),
-            ':' if depth == 1 => keys += 1,
-            _ => {}
-        }
-    }
-    keys
 }

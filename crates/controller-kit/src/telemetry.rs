@@ -213,6 +213,32 @@ impl CapturedLogs {
     }
 }
 
+/// How many keys the JSON object `line` has at its top level, repeats
+/// included (a parsed map keeps one of each), so a test of captured JSON
+/// log lines can check that no key is written twice.
+pub fn top_level_key_count(line: &str) -> usize {
+    let (mut depth, mut in_string, mut escaped, mut keys) = (0usize, false, false, 0);
+    for c in line.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ':' if depth == 1 => keys += 1,
+            _ => {}
+        }
+    }
+    keys
+}
+
 /// The writer of [`CapturedLogs`].
 struct Sink(Arc<Mutex<Vec<u8>>>);
 
