@@ -88,6 +88,17 @@ mod tests {
         assert_eq!(got["n1"], "esx1");
     }
 
+    /// The example cluster's ConfigMap is the one policyctl reads too.
+    #[test]
+    fn the_example_inventory_config_map_gives_the_hosts_of_its_vms() {
+        let text = include_str!("../../../examples/cluster/host-inventory.yaml");
+        let configmap: ConfigMap = serde_saphyr::from_str(text).unwrap();
+        let got = hosts_from_inventory(&configmap, "inventory.yaml").unwrap();
+        assert_eq!(got.len(), 7, "{got:?}");
+        assert_eq!(got["worker-b3"], "esx-04");
+        assert!(!got.contains_key("worker-b4"), "not placed yet");
+    }
+
     #[test]
     fn inventory_errors_name_configmap_and_key() {
         let missing = hosts_from_inventory(&cm(&[]), "inventory.yaml").unwrap_err();

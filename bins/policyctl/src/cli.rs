@@ -60,28 +60,48 @@ const INPUT_OPTIONS: &[&str] = &[
     "max_input_bytes",
     "config",
     "config_map",
+    "inventory_config_map",
+    "inventory_key",
 ];
+
+/// The input options `rbac` does not read: it reads only where the named
+/// ConfigMaps live.
+const RBAC_UNREAD_INPUT_OPTIONS: &[&str] = &[
+    "filenames",
+    "recursive",
+    "max_input_bytes",
+    "config",
+    "inventory_key",
+];
+
+/// The options naming a HostInventory ConfigMap.
+const INVENTORY_OPTIONS: &[&str] = &["inventory_config_map", "inventory_key"];
 
 /// The options of live mode.
 const LIVE_OPTIONS: &[&str] = &["kubeconfig", "context", "live", "namespace", "chunk_size"];
 
 /// Global options (argument ids) that commands do not read, by command
 /// path: `host-labels sanitize` reads no objects, `rbac` only Velero's
-/// namespace, `hosts` a HostInventory file (never a cluster, never the
-/// node-agent configuration).
+/// namespace, `hosts` a HostInventory (never the node-agent
+/// configuration), and only `hosts`, `host-labels`, `modules` and `report`
+/// read a HostInventory.
 pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
+    (&["config", "check"], INVENTORY_OPTIONS),
+    (&["concurrency"], INVENTORY_OPTIONS),
+    (&["affinity"], INVENTORY_OPTIONS),
+    (&["queue"], INVENTORY_OPTIONS),
+    (&["soothe"], INVENTORY_OPTIONS),
+    (&["schedule"], INVENTORY_OPTIONS),
+    (&["capacity"], INVENTORY_OPTIONS),
+    (&["diagnose"], INVENTORY_OPTIONS),
     (&["host-labels", "sanitize"], INPUT_OPTIONS),
     (&["host-labels", "sanitize"], LIVE_OPTIONS),
-    (&["rbac"], INPUT_OPTIONS),
+    (&["rbac"], RBAC_UNREAD_INPUT_OPTIONS),
     (&["rbac"], &["kubeconfig", "context", "live", "chunk_size"]),
     (&["hosts"], &["config", "config_map"]),
-    (&["hosts"], LIVE_OPTIONS),
     (&["hosts", "plan"], &["config", "config_map"]),
-    (&["hosts", "plan"], LIVE_OPTIONS),
     (&["hosts", "rebalance"], &["config", "config_map"]),
-    (&["hosts", "rebalance"], LIVE_OPTIONS),
     (&["hosts", "scale-down"], &["config", "config_map"]),
-    (&["hosts", "scale-down"], LIVE_OPTIONS),
 ];
 
 /// Hides the options `ids` of the subcommand of `command` at `path` from
@@ -174,6 +194,30 @@ pub struct GlobalArgs {
     )]
     pub config_map: Option<ConfigMapRef>,
 
+    /// The ConfigMap holding the HostInventory (`NAME` in any namespace, or
+    /// `NAMESPACE/NAME`; in live mode give the namespace, so that it is
+    /// listed), as host-label-controller's `--inventory-configmap`. Without
+    /// it, every input ConfigMap whose `--inventory-key` entry is a
+    /// HostInventory is read; a ConfigMap named here must hold one.
+    #[arg(
+        long = "inventory-config-map",
+        alias = "inventory-configmap",
+        global = true,
+        env = "POLICYCTL_INVENTORY_CONFIG_MAP",
+        value_name = "[NAMESPACE/]NAME"
+    )]
+    pub inventory_config_map: Option<ConfigMapRef>,
+
+    /// The data key of the HostInventory (YAML or JSON) in its ConfigMap.
+    #[arg(
+        long = "inventory-key",
+        global = true,
+        env = "POLICYCTL_INVENTORY_KEY",
+        default_value = DEFAULT_INVENTORY_KEY,
+        value_name = "KEY"
+    )]
+    pub inventory_key: String,
+
     /// Accept an answer built without a kind it depends on (one the user
     /// may not list, or whose listing failed): exit 0 instead of 3. The
     /// output states what is missing either way.
@@ -185,6 +229,9 @@ pub struct GlobalArgs {
     #[command(flatten)]
     pub live: LiveArgs,
 }
+
+/// The default `--inventory-key`, as host-label-controller's.
+pub const DEFAULT_INVENTORY_KEY: &str = "inventory.yaml";
 
 /// The default `--config-map` name (Velero's Helm chart and docs).
 pub const DEFAULT_CONFIG_MAP: &str = "node-agent-config";

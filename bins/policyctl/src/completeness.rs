@@ -90,7 +90,7 @@ pub struct Answer {
 /// The sections of `report`, in order: their `-o json` key, the start of
 /// their title, and the kinds each is computed from. `ConfigMap` stands
 /// for the node-agent configuration (and the ledger of `--soothe-mode
-/// exact`).
+/// exact`, and the HostInventory of the host sections).
 const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
     ("config", "Node-agent configuration", &[CONFIG]),
     (
@@ -114,7 +114,7 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
     (
         "hostLabels",
         "Host labels and host anti-affinity audit",
-        &[SCHEDULING, &[Kind::Machine]],
+        &[CONFIG, SCHEDULING, &[Kind::Machine]],
     ),
     (
         "spareReplicas",
@@ -124,7 +124,7 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
     (
         "clusterModules",
         "Cluster modules",
-        &[CLUSTER_API, &[Kind::Node]],
+        &[CONFIG, CLUSTER_API, &[Kind::Node]],
     ),
 ];
 
@@ -138,7 +138,8 @@ fn flatten(groups: &[&[Kind]]) -> Vec<Kind> {
 /// The answers of `command` and the kinds each depends on; empty for the
 /// commands that read no cluster objects. The node-agent ConfigMap is no
 /// dependency when `--config FILE` gives the configuration (but the
-/// ledger of an exact-mode simulation still is).
+/// ledger of an exact-mode simulation and a HostInventory ConfigMap still
+/// are).
 pub fn answers(command: &Command, global: &GlobalArgs) -> Vec<Answer> {
     let Needs::Kinds(needed) = kinds::needs(command) else {
         return Vec::new();
@@ -149,26 +150,32 @@ pub fn answers(command: &Command, global: &GlobalArgs) -> Vec<Answer> {
         Command::Report(args) => args.soothe_mode == SootheMode::Exact,
         _ => false,
     };
-    let keep = |kinds: Vec<Kind>, ledger: bool| -> Vec<Kind> {
+    // `other_config_maps`: the answer reads a ConfigMap other than the
+    // node-agent configuration (the ledger, a HostInventory).
+    let keep = |kinds: Vec<Kind>, other_config_maps: bool| -> Vec<Kind> {
         kinds
             .into_iter()
-            .filter(|kind| *kind != Kind::ConfigMap || !config_file || ledger)
+            .filter(|kind| *kind != Kind::ConfigMap || !config_file || other_config_maps)
             .collect()
     };
+    let reads_host_inventory = kinds::reads_host_inventory(command);
     if let Command::Report(_) = command {
         return REPORT_SECTIONS
             .iter()
             .map(|&(key, title, groups)| Answer {
                 key,
                 title,
-                kinds: keep(flatten(groups), key == "soothe" && exact),
+                kinds: keep(
+                    flatten(groups),
+                    (key == "soothe" && exact) || matches!(key, "hostLabels" | "clusterModules"),
+                ),
             })
             .collect();
     }
     vec![Answer {
         key: command_name(command),
         title: command_name(command),
-        kinds: keep(needed, exact),
+        kinds: keep(needed, exact || reads_host_inventory),
     }]
 }
 

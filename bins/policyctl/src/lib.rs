@@ -23,6 +23,7 @@ mod cli;
 pub mod commands;
 pub mod completeness;
 mod error;
+pub mod host_source;
 pub mod input;
 pub mod live;
 pub mod manifest;
@@ -158,7 +159,7 @@ fn try_run(
         emit(cli.global.output, &output, stdout)?;
         return Ok(Exit::Success);
     }
-    let inventory = if live::requested(&cli.global) {
+    let mut inventory = if live::requested(&cli.global) {
         live::load(&cli.global, &cli.command, stderr)?
     } else {
         live::check_file_mode(&cli.global)?;
@@ -170,6 +171,9 @@ fn try_run(
             load_input(&cli.global, stdin, stderr)?
         }
     };
+    if live::kinds::reads_host_inventory(&cli.command) {
+        host_source::adopt(&mut inventory, &cli.global)?;
+    }
     let completeness = completeness::Completeness::of(&cli.command, &cli.global, &inventory);
     let mut result = match commands::execute(&cli.command, &cli.global, &inventory, stderr) {
         Ok(result) => result,

@@ -444,7 +444,16 @@ fn hosts_contract_keys() {
         let mut args = args.to_vec();
         args.extend(["-o", "json"]);
         let value: serde_json::Value = serde_json::from_str(&ok(&args).stdout).expect("JSON");
-        value.as_object().expect("object").keys().cloned().collect()
+        // Every answer read from cluster objects says how complete it is;
+        // the HostInventory is read from a ConfigMap.
+        let completeness = ["complete", "incomplete", "inputs"];
+        value
+            .as_object()
+            .expect("object")
+            .keys()
+            .filter(|key| !completeness.contains(&key.as_str()))
+            .cloned()
+            .collect()
     };
     assert_eq!(
         keys(&["hosts", "plan"]),

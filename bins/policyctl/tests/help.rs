@@ -1,12 +1,11 @@
 //! `--help` of the commands whose tables cite Velero rules says where the
 //! identifiers resolve.
 
-use clap::CommandFactory;
 use policyctl::Cli;
 
 fn long_help(path: &[&str]) -> String {
-    let mut command = Cli::command();
-    command.build();
+    // As users see it: the options a command does not read are hidden.
+    let mut command = Cli::command_line(None);
     let mut current = &mut command;
     for name in path {
         current = current

@@ -36,7 +36,12 @@ fn large_cluster() -> Inventory {
         name: "dump.yaml".to_owned(),
         text: yaml,
     });
-    read_sources(&sources).expect("the dump reads")
+    let mut inventory = read_sources(&sources).expect("the dump reads");
+    // As `policyctl` does after reading: the HostInventory kept in a
+    // ConfigMap joins the objects.
+    let cli = Cli::try_parse_from(["policyctl", "report"]).expect("parses");
+    policyctl::host_source::adopt(&mut inventory, &cli.global).expect("the inventory reads");
+    inventory
 }
 
 /// Runs `policyctl ARGS` on the inventory; returns the table and the JSON.

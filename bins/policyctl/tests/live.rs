@@ -11,8 +11,12 @@ use kube_fake_api::{FakeApi, Registry, ResourceId, ResourceInfo, Verb};
 use policyctl::live::{Kind, Scope};
 use serde_json::{Value, json};
 
-/// The files of an example directory holding cluster objects (all but the
-/// HostInventory, which is a file and not a cluster object).
+/// Names the example cluster's HostInventory ConfigMap, outside Velero's
+/// namespace.
+const INVENTORY: &[&str] = &["--inventory-config-map", "kube-system/host-inventory"];
+
+/// The files of an example directory (cluster objects all, the
+/// HostInventory in its ConfigMap included).
 fn example_files(dir: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
@@ -21,7 +25,6 @@ fn example_files(dir: &str) -> Vec<PathBuf> {
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|x| x == "yaml"))
-        .filter(|path| !path.ends_with("host-inventory.yaml"))
         .collect();
     files.sort();
     files
@@ -269,55 +272,58 @@ async fn assert_live_equals_files(cluster: &Cluster, server: &Loopback, commands
 async fn every_command_live_is_byte_identical_to_dash_f_on_the_same_objects() {
     let cluster = Cluster::example(&[]);
     let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
-    assert_live_equals_files(
-        &cluster,
-        &server,
+    // Live mode lists the HostInventory's ConfigMap when it is named with
+    // its namespace; `-f` reads the same one.
+    let commands: &[&[&str]] = &[
+        &["report", "-o", "json"],
+        &["queue", "-o", "json"],
+        &["queue", "--concurrent-backups", "3", "-o", "json"],
+        &["soothe", "-o", "json"],
+        &["soothe", "--mode", "exact", "-o", "json"],
+        &["config", "check", "-o", "json"],
+        &["concurrency", "-o", "json"],
+        &["affinity", "--pvc", "shop/data-shop-0", "-o", "json"],
         &[
-            &["report", "-o", "json"],
-            &["queue", "-o", "json"],
-            &["queue", "--concurrent-backups", "3", "-o", "json"],
-            &["soothe", "-o", "json"],
-            &["soothe", "--mode", "exact", "-o", "json"],
-            &["config", "check", "-o", "json"],
-            &["concurrency", "-o", "json"],
-            &["affinity", "--pvc", "shop/data-shop-0", "-o", "json"],
-            &[
-                "affinity",
-                "--pvc",
-                "shop/restored-data",
-                "--restore",
-                "-o",
-                "json",
-            ],
-            &["schedule", "--all", "-o", "json"],
-            &[
-                "schedule",
-                "--pod",
-                "shop/web-7c9f8d6b5-r9t2x",
-                "-o",
-                "json",
-            ],
-            &["host-labels", "-o", "json"],
-            &["host-labels", "--sync-machine-labels", "-o", "json"],
-            &[
-                "diagnose",
-                "--pod",
-                "velero/nightly-apps-20260520-c7d5n",
-                "-o",
-                "json",
-            ],
+            "affinity",
+            "--pvc",
+            "shop/restored-data",
+            "--restore",
+            "-o",
+            "json",
         ],
-    )
-    .await;
+        &["schedule", "--all", "-o", "json"],
+        &[
+            "schedule",
+            "--pod",
+            "shop/web-7c9f8d6b5-r9t2x",
+            "-o",
+            "json",
+        ],
+        &["host-labels", "-o", "json"],
+        &["host-labels", "--sync-machine-labels", "-o", "json"],
+        &["hosts", "plan", "-o", "json"],
+        &[
+            "diagnose",
+            "--pod",
+            "velero/nightly-apps-20260520-c7d5n",
+            "-o",
+            "json",
+        ],
+    ];
+    let named: Vec<Vec<&str>> = commands
+        .iter()
+        .map(|args| [INVENTORY, args].concat())
+        .collect();
+    let named: Vec<&[&str]> = named.iter().map(Vec::as_slice).collect();
+    assert_live_equals_files(&cluster, &server, &named).await;
     cluster.assert_read_only();
 
-    // Not vacuous: live mode read every object of the example cluster
-    // (but its HostInventory, which is not a cluster object).
-    let report = live(&server, &["report", "-o", "json"]).await;
+    // Not vacuous: live mode read every object of the example cluster.
+    let report = live(&server, &[INVENTORY, &["report", "-o", "json"]].concat()).await;
     let mut read: Value = serde_json::from_str(&report.stdout).unwrap();
-    let bundled = policyctl(&["report", "-o", "json"]).await;
+    let bundled = policyctl(&[INVENTORY, &["report", "-o", "json"]].concat()).await;
     let mut expected: Value = serde_json::from_str(&bundled.stdout).unwrap();
-    expected["objects"]["HostInventory"] = Value::from(0);
+    assert_eq!(read["objects"]["HostInventory"], 1);
     assert_eq!(read["objects"].take(), expected["objects"].take());
 }
 
@@ -451,15 +457,25 @@ async fn lists_are_read_page_by_page() {
 /// kind is a note and the command goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_rbac_suffices_and_a_forbidden_kind_is_a_note() {
-    let rbac = policyctl(&["rbac", "--service-account", "tools/policyctl"]).await;
+    // The HostInventory's ConfigMap is outside Velero's namespace: named,
+    // it gets a Role of its own.
+    let rbac =
+        policyctl(&[INVENTORY, &["rbac", "--service-account", "tools/policyctl"]].concat()).await;
     assert_eq!(rbac.code, 0, "{}", rbac.stderr);
+    assert!(
+        rbac.stdout.contains(
+            "kind: Role\nmetadata:\n  labels:\n    app.kubernetes.io/name: policyctl\n  name: policyctl-reader\n  namespace: kube-system\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - list\n"
+        ),
+        "{}",
+        rbac.stdout
+    );
 
     let cluster = Cluster::example(&[]);
     cluster.fake.enforce_rbac(&rbac.stdout).unwrap();
     let server = Loopback::start(cluster.fake.clone(), Some(("tools", "policyctl")))
         .await
         .unwrap();
-    let report = live(&server, &["report", "-o", "json"]).await;
+    let report = live(&server, &[INVENTORY, &["report", "-o", "json"]].concat()).await;
     assert_eq!(report.code, 0, "{}", report.stderr);
     assert!(
         cluster.fake.denied().is_empty(),
@@ -467,7 +483,16 @@ async fn generated_rbac_suffices_and_a_forbidden_kind_is_a_note() {
         cluster.fake.denied()
     );
     assert!(!report.stderr.contains("cannot list"), "{}", report.stderr);
-    assert_live_equals_files(&cluster, &server, &[&["report", "-o", "json"]]).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&report.stdout).unwrap()["objects"]["HostInventory"],
+        1
+    );
+    assert_live_equals_files(
+        &cluster,
+        &server,
+        &[&[INVENTORY, &["report", "-o", "json"]].concat()],
+    )
+    .await;
 
     // The same roles without datauploads.
     let without = rbac.stdout.replace("  - datauploads\n", "");
@@ -545,7 +570,7 @@ async fn kinds_without_their_crd_are_notes() {
     ];
     let cluster = Cluster::example(&missing);
     let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
-    let report = live(&server, &["report", "-o", "json"]).await;
+    let report = live(&server, &[INVENTORY, &["report", "-o", "json"]].concat()).await;
     assert_eq!(report.code, 0, "{}", report.stderr);
     let notes: Vec<&str> = report
         .stderr
@@ -566,7 +591,7 @@ async fn kinds_without_their_crd_are_notes() {
     let file = cluster.dump("no-crds");
     assert_same(
         &report,
-        &from_file(&file, &["report", "-o", "json"]).await,
+        &from_file(&file, &[INVENTORY, &["report", "-o", "json"]].concat()).await,
         &["report"],
     );
     let _ = std::fs::remove_file(file);
@@ -594,14 +619,49 @@ async fn dash_f_with_a_live_option_is_a_usage_error() {
     );
 }
 
+/// Live mode lists ConfigMaps in Velero's namespace and in those named by
+/// `--config-map` and `--inventory-config-map`: a HostInventory kept
+/// elsewhere is found only when named, and the error says how.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hosts_in_live_mode_is_a_usage_error() {
+async fn hosts_live_reads_the_inventory_config_map_it_is_told_of() {
     let cluster = Cluster::example(&[]);
     let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
-    let run = live(&server, &["hosts", "plan"]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("HostInventory"), "{}", run.stderr);
-    assert!(cluster.fake.requests().is_empty());
+    let unnamed = live(&server, &["hosts", "plan"]).await;
+    assert_eq!(unnamed.code, 1, "{unnamed:?}");
+    assert!(
+        unnamed
+            .stderr
+            .contains("no HostInventory (apiVersion policyctl/v1alpha1) in the input; give one with -f, or name the ConfigMap holding it with --inventory-config-map NAMESPACE/NAME"),
+        "{}",
+        unnamed.stderr
+    );
+    let named = live(&server, &[INVENTORY, &["hosts", "plan"]].concat()).await;
+    assert_eq!(named.code, 0, "{named:?}");
+    assert!(
+        named.stdout.starts_with(
+            "HostInventory ConfigMap kube-system/host-inventory, data key \"inventory.yaml\", document 1: 1 VM(s) to place"
+        ),
+        "{}",
+        named.stdout
+    );
+    let wrong_key = live(
+        &server,
+        &[
+            INVENTORY,
+            &["--inventory-key", "hosts.yaml", "hosts", "plan"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(wrong_key.code, 1, "{wrong_key:?}");
+    assert!(
+        wrong_key
+            .stderr
+            .contains("ConfigMap kube-system/host-inventory: data key \"hosts.yaml\" is missing"),
+        "{}",
+        wrong_key.stderr
+    );
+    cluster.assert_read_only();
 }
 
 /// Anything but 403 and 404 ends the run: one line naming the server or

@@ -34,8 +34,9 @@ use serde_json::{Value, json};
 const VELERO_NAMESPACE: &str = "velero";
 
 /// Every command that reads a cluster, once each: these run in every
-/// output format. (`hosts` reads a HostInventory file, never the cluster,
-/// and `host-labels sanitize` and `rbac` read nothing: they are not here.)
+/// output format. (`hosts` reads only the HostInventory ConfigMap, which
+/// `live.rs` covers, and `host-labels sanitize` and `rbac` read nothing:
+/// they are not here.)
 /// Live mode lists the kinds a command declares whatever its options, so
 /// these also cover every set of kinds live mode lists.
 const COMMANDS: &[&[&str]] = &[
@@ -162,8 +163,10 @@ fn loaded() -> &'static Loaded {
     }
 }
 
-/// The example files holding cluster objects (all but the HostInventory,
-/// which is a file and not a cluster object), as `live.rs` collects them.
+/// The example files but the HostInventory's ConfigMap: live mode lists
+/// ConfigMaps outside Velero's namespace only when one is named there
+/// (`--inventory-config-map`), which `live.rs` covers; here a real
+/// kube-system's own ConfigMaps would join the counts.
 fn example_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     for dir in ["cluster", "management-cluster"] {

@@ -70,32 +70,66 @@ fn the_adjusted_command_line_is_consistent() {
 
 #[test]
 fn each_command_lists_only_the_options_it_reads() {
-    let unread_by_all = [
+    let flags = [
         "--filename",
         "--config ",
         "--config-map",
         "--live",
         "--kubeconfig",
+        "--inventory-config-map <",
+        "--inventory-key <KEY>",
     ];
-    for path in [
-        &["host-labels", "sanitize"][..],
-        &["rbac"],
-        &["hosts", "plan"],
-        &["hosts", "rebalance"],
-    ] {
+    // Each command path with the flags of `flags` its help lists: `rbac`
+    // reads where the named ConfigMaps live, `hosts` reads objects (its
+    // inventory's ConfigMap among them) but no node-agent configuration,
+    // and only the commands reading a HostInventory take its flags.
+    let listed: &[(&[&str], &[&str])] = &[
+        (&["host-labels", "sanitize"], &[]),
+        (&["rbac"], &["--config-map", "--inventory-config-map <"]),
+        (
+            &["hosts", "plan"],
+            &[
+                "--filename",
+                "--live",
+                "--kubeconfig",
+                "--inventory-config-map <",
+                "--inventory-key <KEY>",
+            ],
+        ),
+        (
+            &["hosts", "rebalance"],
+            &[
+                "--filename",
+                "--live",
+                "--kubeconfig",
+                "--inventory-config-map <",
+                "--inventory-key <KEY>",
+            ],
+        ),
+        (
+            &["affinity"],
+            &[
+                "--filename",
+                "--config ",
+                "--config-map",
+                "--live",
+                "--kubeconfig",
+            ],
+        ),
+        (&["report"], &flags),
+    ];
+    for (path, expected) in listed {
         let help = help_of("policyctl", path);
-        for flag in unread_by_all {
-            let listed = help.contains(flag);
-            let reads_files = path[0] == "hosts" && flag == "--filename";
-            assert_eq!(listed, reads_files, "{path:?} and {flag}:\n{help}");
+        for flag in flags {
+            assert_eq!(
+                help.contains(flag),
+                expected.contains(&flag),
+                "{path:?} and {flag}:\n{help}"
+            );
         }
         assert!(help.contains("--output"), "{path:?}:\n{help}");
     }
     assert!(help_of("policyctl", &["rbac"]).contains("--namespace"));
-    let report = help_of("policyctl", &["report"]);
-    for flag in unread_by_all {
-        assert!(report.contains(flag), "report and {flag}:\n{report}");
-    }
     // Hidden from help, still accepted (as kubectl's global flags are),
     // and every flag still means what it says.
     for (args, format, files) in [

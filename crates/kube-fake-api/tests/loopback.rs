@@ -145,11 +145,10 @@ impl Drop for Server {
 /// CRDs (the bed's, from the products' own modules) installed, `kubectl
 /// apply` of the Namespaces and then of the example cluster creates every
 /// object (Nodes, Pods, PersistentVolumes and claims, StorageClasses,
-/// VolumeAttachments, workloads, Velero and Cluster API objects). The one
-/// refusal is the HostInventory, policyctl's own file format that no API
-/// server serves, and kubectl says so in its words.
+/// VolumeAttachments, workloads, Velero and Cluster API objects, and the
+/// HostInventory in its ConfigMap) without an error.
 #[test]
-fn kubectl_apply_loads_the_example_cluster_but_its_file_only_host_inventory() {
+fn kubectl_apply_loads_every_object_of_the_example_cluster() {
     let bed = kube_testbed::Layout::discover();
     let (kubectl, versions) = match (bed.binary("kubectl"), bed.versions()) {
         (Ok(kubectl), Ok(versions)) => (kubectl, versions),
@@ -206,17 +205,11 @@ fn kubectl_apply_loads_the_example_cluster_but_its_file_only_host_inventory() {
         "-f",
         examples.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(1), "{stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        format!(
-            r#"error: resource mapping not found for name: "" namespace: "" from "{}": no matches for kind "HostInventory" in version "policyctl/v1alpha1"
-ensure CRDs are installed first"#,
-            examples.join("host-inventory.yaml").display()
-        )
-    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr, "");
     for created in [
         "node/cp-1 created",
+        "configmap/host-inventory created",
         "persistentvolumeclaim/",
         "persistentvolume/",
         "storageclass.storage.k8s.io/",
@@ -246,7 +239,7 @@ ensure CRDs are installed first"#,
     assert_eq!(code, Some(0), "{stderr}");
     let listed: std::collections::BTreeSet<&str> = listed.lines().collect();
     assert_eq!(listed, created, "every object kubectl created is listed");
-    assert_eq!(created.len(), 71, "{created:#?}");
+    assert_eq!(created.len(), 72, "{created:#?}");
     // The statuses, where a kind has a status subresource (a create
     // drops them there).
     let file = |name: &str| examples.join(name).display().to_string();

@@ -16,7 +16,7 @@ fn checked(inventory: &Inventory) -> Result<(String, CheckedInventory), CommandE
     let (Some(located), None) = (inventories.next(), inventories.next()) else {
         return Err(CommandError::Input(
             if inventory.host_inventories.is_empty() {
-                "no HostInventory (apiVersion policyctl/v1alpha1) in the input; give one with -f (see examples/cluster/host-inventory.yaml)".to_owned()
+                "no HostInventory (apiVersion policyctl/v1alpha1) in the input; give one with -f, or name the ConfigMap holding it with --inventory-config-map NAMESPACE/NAME (see examples/cluster/host-inventory.yaml)".to_owned()
             } else {
                 format!(
                     "{} HostInventories in the input ({}); give exactly one",

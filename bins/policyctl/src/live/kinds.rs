@@ -331,8 +331,8 @@ impl Kind {
     }
 }
 
-/// The node-agent configuration (and the ledger of `soothe --mode exact`)
-/// are ConfigMaps in Velero's namespace.
+/// The node-agent configuration, the ledger of `soothe --mode exact` and
+/// the HostInventory are ConfigMaps.
 pub(crate) const CONFIG: &[Kind] = &[Kind::ConfigMap];
 pub(crate) const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
 /// The objects kube-scheduler's default topology spreading takes its
@@ -373,14 +373,20 @@ pub(crate) const CLUSTER_API: &[Kind] = &[
     Kind::VSphereVM,
 ];
 
+/// Whether `command` reads a HostInventory (kept in a ConfigMap; see
+/// [`crate::host_source`]).
+pub fn reads_host_inventory(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Hosts { .. } | Command::HostLabels(_) | Command::Modules(_) | Command::Report(_)
+    )
+}
+
 /// What a command reads in live mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Needs {
     /// These kinds (sorted, without duplicates).
     Kinds(Vec<Kind>),
-    /// The command reads something that is not a cluster object (a
-    /// HostInventory file): live mode cannot serve it.
-    FilesOnly(&'static str),
     /// The command reads no objects.
     Nothing,
 }
@@ -405,14 +411,11 @@ pub fn needs(command: &Command) -> Needs {
         // The pod templates of `--workload` come from Deployments and
         // StatefulSets.
         Command::Capacity(_) => &[SCHEDULING, WORKLOADS, VOLUMES, &[Kind::Deployment]],
-        Command::Hosts { .. } => {
-            return Needs::FilesOnly(
-                "hosts plans over a HostInventory, which is a file, not a cluster object: give it with -f instead of live mode",
-            );
-        }
+        // The HostInventory is kept in a ConfigMap.
+        Command::Hosts { .. } => &[CONFIG],
         Command::HostLabels(args) => match &args.action {
             Some(HostLabelsAction::Sanitize { .. }) => return Needs::Nothing,
-            None => &[SCHEDULING, &[Kind::Machine]],
+            None => &[CONFIG, SCHEDULING, &[Kind::Machine]],
         },
         Command::Diagnose(_) => &[
             CONFIG,
@@ -422,7 +425,7 @@ pub fn needs(command: &Command) -> Needs {
             DATA_PATH,
             &[Kind::DaemonSet],
         ],
-        Command::Modules(_) => &[CLUSTER_API],
+        Command::Modules(_) => &[CONFIG, CLUSTER_API],
         Command::Report(_) => &[&Kind::ALL],
         Command::Rbac(_) => return Needs::Nothing,
     };
@@ -440,19 +443,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn report_needs_every_kind_and_hosts_needs_files() {
+    fn report_needs_every_kind_and_hosts_needs_the_inventory_config_map() {
         let report = Command::Report(crate::cli::ReportArgs {
             concurrent_backups: 1,
             soothe_mode: crate::cli::SootheMode::Optimistic,
             datamovers: Vec::new(),
         });
         assert_eq!(needs(&report), Needs::Kinds(Kind::ALL.to_vec()));
-        assert!(matches!(
+        assert_eq!(
             needs(&Command::Hosts {
                 action: crate::cli::HostsAction::Plan
             }),
-            Needs::FilesOnly(_)
-        ));
+            Needs::Kinds(vec![Kind::ConfigMap])
+        );
     }
 
     #[test]

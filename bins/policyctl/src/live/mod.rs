@@ -72,7 +72,6 @@ pub fn load(
     let kinds = match kinds::needs(command) {
         Needs::Kinds(kinds) => kinds,
         Needs::Nothing => return Ok(Inventory::default()),
-        Needs::FilesOnly(reason) => return Err(CommandError::Usage(reason.to_owned())),
     };
     let namespace = global
         .live
@@ -92,15 +91,23 @@ pub fn load(
         for kind in kinds {
             // The node-agent ConfigMap may be named in another namespace
             // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
+            // So may the HostInventory ConfigMap
+            // (`--inventory-config-map NAMESPACE/NAME`).
             let mut namespaces = vec![namespace.as_str()];
-            if kind == Kind::ConfigMap
-                && let Some(other) = global
-                    .config_map
+            if kind == Kind::ConfigMap {
+                let inventory_config_map = global
+                    .inventory_config_map
                     .as_ref()
-                    .and_then(|config_map| config_map.namespace.as_deref())
-                    .filter(|other| *other != namespace)
-            {
-                namespaces.push(other);
+                    .filter(|_| kinds::reads_host_inventory(command));
+                let named = [global.config_map.as_ref(), inventory_config_map];
+                for other in named
+                    .into_iter()
+                    .filter_map(|config_map| config_map?.namespace.as_deref())
+                {
+                    if !namespaces.contains(&other) {
+                        namespaces.push(other);
+                    }
+                }
             }
             for namespace in namespaces {
                 let listed = List {

@@ -1,7 +1,9 @@
 //! `policyctl rbac`: the read-only RBAC live mode needs, generated from the
 //! same kind list live mode reads ([`Kind::ALL`]): a ClusterRole listing the
 //! cluster-wide kinds, a Role in Velero's namespace listing the Velero kinds
-//! and ConfigMaps, and bindings for the subjects given.
+//! and ConfigMaps (and one listing ConfigMaps in each other namespace
+//! `--config-map` or `--inventory-config-map` names), and bindings for the
+//! subjects given.
 
 use std::collections::BTreeMap;
 
@@ -60,7 +62,10 @@ fn rule_values(rules: &Rules) -> Vec<Value> {
 }
 
 /// The manifests: ClusterRole, Role, and with subjects their bindings.
-pub fn manifests(args: &RbacArgs, namespace: &str) -> Vec<Value> {
+/// Each of `config_map_namespaces` (where `--config-map` or
+/// `--inventory-config-map` names a ConfigMap outside Velero's namespace)
+/// gets a Role listing ConfigMaps only, and its binding.
+pub fn manifests(args: &RbacArgs, namespace: &str, config_map_namespaces: &[&str]) -> Vec<Value> {
     let (cluster, velero) = rules();
     let labels = json!({"app.kubernetes.io/name": "policyctl"});
     let mut objects = vec![
@@ -77,6 +82,15 @@ pub fn manifests(args: &RbacArgs, namespace: &str) -> Vec<Value> {
             "rules": rule_values(&velero),
         }),
     ];
+    let config_maps: Rules = vec![(String::new(), vec!["configmaps".to_owned()])];
+    for other in config_map_namespaces {
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": ROLE_NAME, "namespace": other, "labels": labels},
+            "rules": rule_values(&config_maps),
+        }));
+    }
     let mut subjects: Vec<Value> = Vec::new();
     for account in &args.service_account {
         subjects.push(json!({
@@ -102,13 +116,15 @@ pub fn manifests(args: &RbacArgs, namespace: &str) -> Vec<Value> {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ROLE_NAME},
             "subjects": subjects,
         }));
-        objects.push(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": ROLE_NAME, "namespace": namespace, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE_NAME},
-            "subjects": subjects,
-        }));
+        for bound in std::iter::once(&namespace).chain(config_map_namespaces) {
+            objects.push(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": ROLE_NAME, "namespace": bound, "labels": labels},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE_NAME},
+                "subjects": subjects,
+            }));
+        }
     }
     objects
 }
@@ -121,7 +137,14 @@ pub fn run(args: &RbacArgs, global: &GlobalArgs) -> Result<Output, String> {
         .namespace
         .as_deref()
         .unwrap_or(DEFAULT_VELERO_NAMESPACE);
-    let objects = manifests(args, namespace);
+    let mut others: Vec<&str> = [&global.config_map, &global.inventory_config_map]
+        .into_iter()
+        .filter_map(|named| named.as_ref()?.namespace.as_deref())
+        .filter(|other| *other != namespace)
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    let objects = manifests(args, namespace, &others);
     let mut text =
         String::from("# Read-only access for policyctl's live mode: list only, nothing else.\n");
     for object in &objects {
