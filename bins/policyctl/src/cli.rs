@@ -60,6 +60,7 @@ const INPUT_OPTIONS: &[&str] = &[
     "max_input_bytes",
     "config",
     "config_map",
+    "velero_version",
     "inventory_config_map",
     "inventory_key",
 ];
@@ -71,8 +72,12 @@ const RBAC_UNREAD_INPUT_OPTIONS: &[&str] = &[
     "recursive",
     "max_input_bytes",
     "config",
+    "velero_version",
     "inventory_key",
 ];
+
+/// The options of the node-agent configuration.
+const CONFIG_OPTIONS: &[&str] = &["config", "config_map", "velero_version"];
 
 /// The options naming a HostInventory ConfigMap.
 const INVENTORY_OPTIONS: &[&str] = &["inventory_config_map", "inventory_key"];
@@ -98,10 +103,10 @@ pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
     (&["host-labels", "sanitize"], LIVE_OPTIONS),
     (&["rbac"], RBAC_UNREAD_INPUT_OPTIONS),
     (&["rbac"], &["kubeconfig", "context", "live", "chunk_size"]),
-    (&["hosts"], &["config", "config_map"]),
-    (&["hosts", "plan"], &["config", "config_map"]),
-    (&["hosts", "rebalance"], &["config", "config_map"]),
-    (&["hosts", "scale-down"], &["config", "config_map"]),
+    (&["hosts"], CONFIG_OPTIONS),
+    (&["hosts", "plan"], CONFIG_OPTIONS),
+    (&["hosts", "rebalance"], CONFIG_OPTIONS),
+    (&["hosts", "scale-down"], CONFIG_OPTIONS),
 ];
 
 /// Hides the options `ids` of the subcommand of `command` at `path` from
@@ -193,6 +198,20 @@ pub struct GlobalArgs {
         value_name = "[NAMESPACE/]NAME"
     )]
     pub config_map: Option<ConfigMapRef>,
+
+    /// The Velero version whose behaviour the answers follow: which
+    /// node-agent configuration keys are read (a key a later release reads
+    /// is reported as such and ignored, as that release ignores it). One of
+    /// 1.17.0–1.17.2, 1.18.0–1.18.3 (`1.17`, `1.18`: the newest patch) or
+    /// `main`. Default: the release tag of the Velero Deployment's image in
+    /// the input, else the newest release.
+    #[arg(
+        long = "velero-version",
+        global = true,
+        env = "POLICYCTL_VELERO_VERSION",
+        value_name = "VERSION"
+    )]
+    pub velero_version: Option<affinity_translate::VeleroVersion>,
 
     /// The ConfigMap holding the HostInventory (`NAME` in any namespace, or
     /// `NAMESPACE/NAME`; in live mode give the namespace, so that it is

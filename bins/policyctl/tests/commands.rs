@@ -112,7 +112,10 @@ fn every_contract_key_is_present() {
             .cloned()
             .collect()
     };
-    assert_eq!(keys(&json(&["config", "check"])), ["config", "findings"]);
+    assert_eq!(
+        keys(&json(&["config", "check"])),
+        ["config", "findings", "veleroVersion"]
+    );
     assert_eq!(keys(&json(&["concurrency"])), ["global", "nodes"]);
     assert_eq!(
         keys(&json(&[

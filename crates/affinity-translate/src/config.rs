@@ -54,6 +54,14 @@ pub struct NodeAgentConfig {
     /// Labels that replace Velero's built-in ones on data-mover pods (C1.17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_labels: Option<BTreeMap<String, String>>,
+    /// Changed-block tracking's SnapshotMetadataService access (Velero's
+    /// main branch only).
+    #[serde(
+        rename = "csiSnapshotMetadataServiceConfigs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub csi_snapshot_metadata_service: Option<CsiSnapshotMetadataServiceConfig>,
 }
 
 /// `loadConcurrency`.
@@ -115,9 +123,17 @@ pub struct BackupPvcConfig {
     /// SELinux `spc_t` for the pod; only honoured together with `readOnly`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spc_no_relabeling: Option<bool>,
-    /// Annotations on the backup PVC (used only if non-empty).
+    /// Annotations on the backup PVC (used only if non-empty; read from
+    /// Velero 1.17.1 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
+    /// Secrets copied from the source PVC's namespace into Velero's before
+    /// the backup PVC is created (read from Velero 1.18.3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_names: Option<Vec<String>>,
+    /// ConfigMaps copied likewise (read from Velero 1.18.3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_names: Option<Vec<String>>,
 }
 
 /// `restorePVC`.
@@ -127,6 +143,23 @@ pub struct RestorePvcConfig {
     /// Do not wait for a WaitForFirstConsumer PVC's selected node (A2.20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_delay_binding: Option<bool>,
+    /// Secrets copied from the restore's target namespace into Velero's
+    /// before the restore PVC is created (read from Velero 1.18.3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_names: Option<Vec<String>>,
+    /// ConfigMaps copied likewise (read from Velero 1.18.3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_names: Option<Vec<String>>,
+}
+
+/// `csiSnapshotMetadataServiceConfigs` (read on Velero's main branch only).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CsiSnapshotMetadataServiceConfig {
+    /// ServiceAccount whose token the block data mover presents to the CSI
+    /// SnapshotMetadataService.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sa_name: Option<String>,
 }
 
 /// `podResources` (C1.14): Kubernetes quantity strings.

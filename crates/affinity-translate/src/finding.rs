@@ -48,6 +48,8 @@ pub enum FindingKind {
     Ineffective,
     /// A name or label that the API server rejects.
     InvalidName,
+    /// A key the chosen Velero version does not read yet (V1.1).
+    NotReadAtVersion,
 }
 
 /// One problem found in a configuration.

@@ -33,11 +33,12 @@ mod schema;
 mod tolerations;
 mod translate;
 mod validate;
+mod version;
 
 pub use concurrency::{DEFAULT_CONCURRENCY, NodeConcurrency};
 pub use config::{
-    BackupPvcConfig, CachePvcConfig, LoadAffinity, LoadConcurrency, NodeAgentConfig, PodResources,
-    RestorePvcConfig, RuledConfig,
+    BackupPvcConfig, CachePvcConfig, CsiSnapshotMetadataServiceConfig, LoadAffinity,
+    LoadConcurrency, NodeAgentConfig, PodResources, RestorePvcConfig, RuledConfig,
 };
 pub use diagnose::{Diagnosis, NodeVerdict, Origin, Problem, diagnose};
 pub use finding::{Finding, FindingKind, Severity};
@@ -49,8 +50,8 @@ pub use fragment::{
 #[cfg(feature = "fuzzing")]
 pub use load::fuzz_entry;
 pub use load::{
-    LoadError, Loaded, load_config_map, load_config_map_data, load_json, load_json_bytes,
-    plain_type_message,
+    LoadError, Loaded, load_config_map, load_config_map_at, load_config_map_data,
+    load_config_map_data_at, load_json, load_json_at, load_json_bytes, plain_type_message,
 };
 pub use tolerations::{
     INHERITED_TOLERATION_KEYS, data_mover_tolerations, inherited_tolerations,
@@ -58,6 +59,7 @@ pub use tolerations::{
 };
 pub use translate::{render_requirement, select_load_affinity, selector_requirements, to_affinity};
 pub use validate::validate;
+pub use version::{MAIN_COMMIT, UnsupportedVersion, VeleroVersion};
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

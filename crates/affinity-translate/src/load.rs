@@ -11,6 +11,7 @@ use crate::config::NodeAgentConfig;
 use crate::finding::{Finding, FindingKind};
 use crate::schema::{Field, NODE_AGENT_CONFIG, Shape, edit_distance, field_locations, fold};
 use crate::validate::validate;
+use crate::version::VeleroVersion;
 
 /// A configuration that was loaded, with every finding about it (loading
 /// warnings first, in document order, then validation findings).
@@ -97,16 +98,37 @@ pub enum LoadError {
 }
 
 /// Loads the configuration from a ConfigMap (C1.4–C1.6): exactly one key in
-/// `data`, whatever its name; `binaryData` is ignored.
+/// `data`, whatever its name; `binaryData` is ignored. Read as the newest
+/// Velero release reads it ([`load_config_map_at`] for another version).
 pub fn load_config_map(config_map: &ConfigMap) -> Result<Loaded, LoadError> {
-    let name = config_map.metadata.name.as_deref().unwrap_or_default();
-    load_config_map_data(name, config_map.data.as_ref())
+    load_config_map_at(config_map, VeleroVersion::NEWEST_RELEASE)
 }
 
-/// Loads the configuration from the `data` of the ConfigMap named `name`.
+/// [`load_config_map`] as Velero `version` reads it: keys its struct does
+/// not have yet are dropped with a finding saying from which version on
+/// they are read (V1.1).
+pub fn load_config_map_at(
+    config_map: &ConfigMap,
+    version: VeleroVersion,
+) -> Result<Loaded, LoadError> {
+    let name = config_map.metadata.name.as_deref().unwrap_or_default();
+    load_config_map_data_at(name, config_map.data.as_ref(), version)
+}
+
+/// Loads the configuration from the `data` of the ConfigMap named `name`,
+/// as the newest Velero release reads it.
 pub fn load_config_map_data(
     name: &str,
     data: Option<&BTreeMap<String, String>>,
+) -> Result<Loaded, LoadError> {
+    load_config_map_data_at(name, data, VeleroVersion::NEWEST_RELEASE)
+}
+
+/// [`load_config_map_data`] as Velero `version` reads it.
+pub fn load_config_map_data_at(
+    name: &str,
+    data: Option<&BTreeMap<String, String>>,
+    version: VeleroVersion,
 ) -> Result<Loaded, LoadError> {
     let data = match data {
         Some(data) if !data.is_empty() => data,
@@ -118,7 +140,9 @@ pub fn load_config_map_data(
     };
     let mut entries = data.iter();
     match (entries.next(), entries.next()) {
-        (Some((key, text)), None) => load_text(&format!("ConfigMap {name}, key {key}"), text),
+        (Some((key, text)), None) => {
+            load_text(&format!("ConfigMap {name}, key {key}"), text, version)
+        }
         _ => Err(LoadError::MoreThanOneKey {
             name: name.to_owned(),
             keys: data.keys().cloned().collect(),
@@ -149,7 +173,12 @@ pub fn load_config_map_data(
 ///
 /// Loading never panics, whatever the input (fuzzed).
 pub fn load_json(text: &str) -> Result<Loaded, LoadError> {
-    load_text("configuration", text)
+    load_json_at(text, VeleroVersion::NEWEST_RELEASE)
+}
+
+/// [`load_json`] as Velero `version` reads it.
+pub fn load_json_at(text: &str, version: VeleroVersion) -> Result<Loaded, LoadError> {
+    load_text("configuration", text, version)
 }
 
 /// Loads the configuration from raw bytes, which must be UTF-8 JSON.
@@ -170,10 +199,11 @@ pub fn load_json_bytes(bytes: &[u8]) -> Result<Loaded, LoadError> {
     }
 }
 
-fn load_text(origin: &str, text: &str) -> Result<Loaded, LoadError> {
+fn load_text(origin: &str, text: &str, version: VeleroVersion) -> Result<Loaded, LoadError> {
     let tree = parse(origin, text)?;
     let mut normaliser = Normaliser {
         origin,
+        version,
         findings: Vec::new(),
     };
     let value = match tree {
@@ -393,6 +423,8 @@ impl<'de> Visitor<'de> for JsonVisitor {
 /// Applies Go's decoding rules for keys and nulls, collecting warnings.
 struct Normaliser<'a> {
     origin: &'a str,
+    /// The Velero version reading the configuration.
+    version: VeleroVersion,
     findings: Vec<Finding>,
 }
 
@@ -517,6 +549,19 @@ impl Normaliser<'_> {
             }
             seen.insert(field.name, key.clone());
             path.push(key.clone());
+            if field.since > self.version {
+                self.findings.push(Finding::warning(
+                    FindingKind::NotReadAtVersion,
+                    display_path(path),
+                    format!(
+                        "key {key:?} is read from Velero {} on; Velero {} ignores it",
+                        field.since, self.version
+                    ),
+                    "silently ignored by this version (V1.1)",
+                ));
+                path.pop();
+                continue;
+            }
             if field.name != key {
                 self.findings.push(Finding::warning(
                     FindingKind::KeyCase,
@@ -561,7 +606,11 @@ impl Normaliser<'_> {
         {
             message.push_str(&format!("; did you mean {:?}?", near.1));
         } else {
-            let names: Vec<&str> = siblings.iter().map(|f| f.name).collect();
+            let names: Vec<&str> = siblings
+                .iter()
+                .filter(|f| f.since <= self.version)
+                .map(|f| f.name)
+                .collect();
             message.push_str(&format!("; known keys here: {}", names.join(", ")));
         }
         self.findings.push(Finding::warning(

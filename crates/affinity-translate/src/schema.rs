@@ -1,7 +1,9 @@
 //! The shape of the node-agent configuration as Go's `encoding/json` sees
 //! it, used to normalise a parsed document before typed decoding: key case
 //! (C1.8), unknown keys, duplicate keys, `null` handling and the zero values
-//! Go fills in.
+//! Go fills in, and the Velero version from which each field is read.
+
+use crate::version::VeleroVersion;
 
 /// The JSON shape of one field.
 #[derive(Clone, Copy, Debug)]
@@ -31,13 +33,20 @@ pub(crate) struct Field {
     pub(crate) shape: Shape,
     /// Required by our typed model (k8s-openapi); Go fills in the zero value.
     pub(crate) required: bool,
+    /// The first Velero version whose struct has the field (V1.1).
+    pub(crate) since: VeleroVersion,
 }
 
 const fn field(name: &'static str, shape: Shape) -> Field {
+    since(VeleroVersion::OLDEST, name, shape)
+}
+
+const fn since(version: VeleroVersion, name: &'static str, shape: Shape) -> Field {
     Field {
         name,
         shape,
         required: false,
+        since: version,
     }
 }
 
@@ -46,11 +55,13 @@ const REQUIREMENT: &[Field] = &[
         name: "key",
         shape: Shape::Str,
         required: true,
+        since: VeleroVersion::OLDEST,
     },
     Field {
         name: "operator",
         shape: Shape::Str,
         required: true,
+        since: VeleroVersion::OLDEST,
     },
     field("values", Shape::Array(&Shape::Str)),
 ];
@@ -83,10 +94,38 @@ const BACKUP_PVC: &[Field] = &[
     field("storageClass", Shape::Str),
     field("readOnly", Shape::Bool),
     field("spcNoRelabeling", Shape::Bool),
-    field("annotations", Shape::Map(&Shape::Str)),
+    since(
+        VeleroVersion::V1_17_1,
+        "annotations",
+        Shape::Map(&Shape::Str),
+    ),
+    since(
+        VeleroVersion::V1_18_3,
+        "secretNames",
+        Shape::Array(&Shape::Str),
+    ),
+    since(
+        VeleroVersion::V1_18_3,
+        "configMapNames",
+        Shape::Array(&Shape::Str),
+    ),
 ];
 
-const RESTORE_PVC: &[Field] = &[field("ignoreDelayBinding", Shape::Bool)];
+const RESTORE_PVC: &[Field] = &[
+    field("ignoreDelayBinding", Shape::Bool),
+    since(
+        VeleroVersion::V1_18_3,
+        "secretNames",
+        Shape::Array(&Shape::Str),
+    ),
+    since(
+        VeleroVersion::V1_18_3,
+        "configMapNames",
+        Shape::Array(&Shape::Str),
+    ),
+];
+
+const CSI_SNAPSHOT_METADATA_SERVICE: &[Field] = &[field("saName", Shape::Str)];
 
 const POD_RESOURCES: &[Field] = &[
     field("cpuRequest", Shape::Str),
@@ -113,10 +152,19 @@ pub(crate) const NODE_AGENT_CONFIG: &[Field] = &[
     field("restorePVC", Shape::Object(RESTORE_PVC)),
     field("podResources", Shape::Object(POD_RESOURCES)),
     field("priorityClassName", Shape::Str),
-    field("privilegedFsBackup", Shape::Bool),
-    field("cachePVC", Shape::Object(CACHE_PVC)),
-    field("podAnnotations", Shape::Map(&Shape::Str)),
-    field("podLabels", Shape::Map(&Shape::Str)),
+    since(VeleroVersion::V1_17_1, "privilegedFsBackup", Shape::Bool),
+    since(VeleroVersion::V1_18_0, "cachePVC", Shape::Object(CACHE_PVC)),
+    since(
+        VeleroVersion::V1_18_0,
+        "podAnnotations",
+        Shape::Map(&Shape::Str),
+    ),
+    since(VeleroVersion::V1_18_0, "podLabels", Shape::Map(&Shape::Str)),
+    since(
+        VeleroVersion::Main,
+        "csiSnapshotMetadataServiceConfigs",
+        Shape::Object(CSI_SNAPSHOT_METADATA_SERVICE),
+    ),
 ];
 
 /// Every place a field name occurs in the schema, as a display path
@@ -230,5 +278,112 @@ mod tests {
             field_locations(&fold("readOnly")),
             vec!["backupPVC.<class>.readOnly"]
         );
+    }
+
+    /// Where Velero's `NodeAgentConfigs` (pkg/types/node_agent.go) gained
+    /// each field, read from the struct at every tag and at main: every
+    /// field not under one of these paths is in v1.17.0 already.
+    const ADDED: &[(&str, VeleroVersion)] = &[
+        ("backupPVC.standard.annotations", VeleroVersion::V1_17_1),
+        ("privilegedFsBackup", VeleroVersion::V1_17_1),
+        ("cachePVC", VeleroVersion::V1_18_0),
+        ("podAnnotations", VeleroVersion::V1_18_0),
+        ("podLabels", VeleroVersion::V1_18_0),
+        ("backupPVC.standard.secretNames", VeleroVersion::V1_18_3),
+        ("backupPVC.standard.configMapNames", VeleroVersion::V1_18_3),
+        ("restorePVC.secretNames", VeleroVersion::V1_18_3),
+        ("restorePVC.configMapNames", VeleroVersion::V1_18_3),
+        ("csiSnapshotMetadataServiceConfigs", VeleroVersion::Main),
+    ];
+
+    /// Every leaf field of the schema: its path (map keys as `standard`,
+    /// list items as `[0]`) and a document holding just it.
+    fn leaves() -> Vec<(Vec<String>, serde_json::Value)> {
+        fn walk(
+            shape: &Shape,
+            path: &mut Vec<String>,
+            out: &mut Vec<(Vec<String>, serde_json::Value)>,
+        ) {
+            match shape {
+                Shape::Object(fields) | Shape::NullableObject(fields) => {
+                    for field in *fields {
+                        path.push(field.name.to_owned());
+                        walk(&field.shape, path, out);
+                        path.pop();
+                    }
+                }
+                Shape::Map(inner) => {
+                    path.push("standard".to_owned());
+                    walk(inner, path, out);
+                    path.pop();
+                }
+                Shape::Array(inner) => {
+                    path.push("[0]".to_owned());
+                    walk(inner, path, out);
+                    path.pop();
+                }
+                Shape::Str | Shape::Bool | Shape::Int => {
+                    let mut value = match shape {
+                        Shape::Str => serde_json::json!("x"),
+                        Shape::Bool => serde_json::json!(true),
+                        _ => serde_json::json!(1),
+                    };
+                    for segment in path.iter().rev() {
+                        value = if segment == "[0]" {
+                            serde_json::json!([value])
+                        } else {
+                            serde_json::json!({ segment.as_str(): value })
+                        };
+                    }
+                    out.push((path.clone(), value));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&Shape::Object(NODE_AGENT_CONFIG), &mut Vec::new(), &mut out);
+        out
+    }
+
+    #[test]
+    fn every_key_the_loader_knows_is_read_from_the_version_velero_added_it() {
+        let leaves = leaves();
+        assert!(leaves.len() > 30, "{}", leaves.len());
+        for (path, document) in leaves {
+            let dotted = path.join(".").replace(".[0]", "[0]");
+            let added = ADDED
+                .iter()
+                .filter(|(prefix, _)| {
+                    dotted
+                        .strip_prefix(prefix)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+                })
+                .map(|(_, version)| *version)
+                .max()
+                .unwrap_or(VeleroVersion::OLDEST);
+            for version in VeleroVersion::ALL {
+                let loaded = crate::load::load_json_at(&document.to_string(), version)
+                    .unwrap_or_else(|error| panic!("{dotted} at {version}: {error}"));
+                let unknown: Vec<_> = loaded
+                    .findings
+                    .iter()
+                    .filter(|f| f.kind == crate::FindingKind::UnknownKey)
+                    .collect();
+                assert!(unknown.is_empty(), "{dotted} at {version}: {unknown:?}");
+                let not_read = loaded
+                    .findings
+                    .iter()
+                    .any(|f| f.kind == crate::FindingKind::NotReadAtVersion);
+                let config = serde_json::to_value(&loaded.config).unwrap();
+                let kept = path
+                    .iter()
+                    .try_fold(&config, |value, segment| match segment.as_str() {
+                        "[0]" => value.get(0),
+                        key => value.get(key),
+                    })
+                    .is_some();
+                assert_eq!(not_read, version < added, "{dotted} at {version}");
+                assert_eq!(kept, version >= added, "{dotted} at {version}");
+            }
+        }
     }
 }

@@ -336,6 +336,7 @@ fn restore_without_delay_binding_uses_the_class_entry_without_remap() {
     let mut config = config();
     config.restore_pvc = Some(affinity_translate::RestorePvcConfig {
         ignore_delay_binding: Some(true),
+        ..Default::default()
     });
     // With ignoreDelayBinding the StorageClass is not needed (A2.20).
     let fragment = restore_fragment_for(

@@ -298,9 +298,10 @@ proptest! {
             backup_pvc: backup.map(|m| m.into_iter().map(|(k, (storage_class, read_only, spc_no_relabeling, annotations))| {
                 (k, affinity_translate::BackupPvcConfig {
                     storage_class: storage_class.map(str::to_owned), read_only, spc_no_relabeling, annotations,
+                    ..Default::default()
                 })
             }).collect()),
-            restore_pvc: ignore_delay_binding.map(|i| affinity_translate::RestorePvcConfig { ignore_delay_binding: Some(i) }),
+            restore_pvc: ignore_delay_binding.map(|i| affinity_translate::RestorePvcConfig { ignore_delay_binding: Some(i), ..Default::default() }),
             cache_pvc: threshold.map(|t| affinity_translate::CachePvcConfig {
                 storage_class: Some("gp3".to_owned()), resident_threshold_in_mb: Some(t),
             }),

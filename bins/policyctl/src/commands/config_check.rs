@@ -32,6 +32,7 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
         Exit::Success
     };
     let document = json!({
+        "veleroVersion": input.velero.version.as_str(),
         "config": config,
         "findings": findings.iter().map(|f| json!({
             "severity": f.severity,
@@ -39,7 +40,10 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
             "message": f.message,
         })).collect::<Vec<_>>(),
     });
-    let mut text = format!("Configuration: {}\n", input.origin);
+    let mut text = format!(
+        "Configuration: {}\nRead as Velero {} reads it ({})\n",
+        input.origin, input.velero.version, input.velero.origin
+    );
     match &input.loaded {
         Err(LoadError::DuplicateKey { .. }) => text.push_str(
             "Velero's node-agent would start with this configuration (Go keeps the last value of a\nduplicate key), but policyctl does not load it.\n",
@@ -190,7 +194,7 @@ fn is_velero_rule_id(word: &str) -> bool {
         return false;
     };
     let number_len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    b"CALQDW".contains(family)
+    b"CVALQDW".contains(family)
         && digit.is_ascii_digit()
         && number_len > 0
         && match &rest[number_len..] {

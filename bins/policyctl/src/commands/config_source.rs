@@ -4,7 +4,9 @@
 
 use std::io::Write;
 
-use affinity_translate::{LoadError, Loaded, NodeAgentConfig, load_config_map, load_json};
+use affinity_translate::{
+    LoadError, Loaded, NodeAgentConfig, VeleroVersion, load_config_map_at, load_json_at,
+};
 use serde_json::Value;
 
 use crate::cli::{ConfigMapRef, DEFAULT_CONFIG_MAP, GlobalArgs};
@@ -21,6 +23,56 @@ pub struct ConfigInput {
     pub origin: String,
     /// The loaded configuration, or why Velero's node-agent would refuse it.
     pub loaded: Result<Loaded, LoadError>,
+    /// The Velero version it is read for.
+    pub velero: VersionInput,
+}
+
+/// The Velero version whose behaviour the answers follow, and where it
+/// came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionInput {
+    /// The version.
+    pub version: VeleroVersion,
+    /// Where it came from, for the output: `--velero-version`, the image of
+    /// the Velero Deployment, or the default.
+    pub origin: String,
+}
+
+impl VersionInput {
+    /// `--velero-version` when given, else the release tag of the Velero
+    /// server Deployment's image in the input (a Deployment `velero` with a
+    /// container `velero`, as Velero's install creates it; all such agree),
+    /// else the newest release.
+    pub fn of(global: &GlobalArgs, inventory: &Inventory) -> Self {
+        if let Some(version) = global.velero_version {
+            return Self {
+                version,
+                origin: "--velero-version".to_owned(),
+            };
+        }
+        let mut found: Vec<(String, VeleroVersion)> = inventory
+            .deployments
+            .iter()
+            .filter(|(key, _)| key.name == "velero")
+            .filter_map(|(key, located)| {
+                let spec = located.object.spec.as_ref()?.template.spec.as_ref()?;
+                let container = spec.containers.iter().find(|c| c.name == "velero")?;
+                let version = VeleroVersion::from_image(container.image.as_deref()?)?;
+                Some((key.to_string(), version))
+            })
+            .collect();
+        found.dedup_by_key(|(_, version)| *version);
+        match found.as_slice() {
+            [(deployment, version)] => Self {
+                version: *version,
+                origin: format!("the image of Deployment {deployment}"),
+            },
+            _ => Self {
+                version: VeleroVersion::NEWEST_RELEASE,
+                origin: "the newest release; set --velero-version".to_owned(),
+            },
+        }
+    }
 }
 
 impl ConfigInput {
@@ -43,11 +95,12 @@ pub fn resolve(
     inventory: &Inventory,
     stderr: &mut dyn Write,
 ) -> Result<ConfigInput, CommandError> {
+    let velero = VersionInput::of(global, inventory);
     if let Some(path) = &global.config {
         let name = path.display().to_string();
         let text = crate::input::read_one(path, global.max_input_bytes.0)
             .map_err(|error| CommandError::Input(format!("--config {error}")))?;
-        return from_file(&name, &text, global.config_map.as_ref());
+        return from_file(&name, &text, global.config_map.as_ref(), velero);
     }
     let wanted = global.config_map.clone().unwrap_or_else(|| ConfigMapRef {
         namespace: None,
@@ -87,9 +140,10 @@ pub fn resolve(
                     config: NodeAgentConfig::default(),
                     findings: Vec::new(),
                 }),
+                velero,
             })
         }
-        (matches, _) => resolve_among(global, inventory, &wanted, matches, stderr),
+        (matches, _) => resolve_among(global, inventory, &wanted, matches, velero, stderr),
     }
 }
 
@@ -100,6 +154,7 @@ fn resolve_among(
     inventory: &Inventory,
     wanted: &ConfigMapRef,
     matches: &[(&ObjectKey, &Located<ConfigMap>)],
+    velero: VersionInput,
     stderr: &mut dyn Write,
 ) -> Result<ConfigInput, CommandError> {
     match matches {
@@ -118,11 +173,13 @@ fn resolve_among(
                     config: NodeAgentConfig::default(),
                     findings: Vec::new(),
                 }),
+                velero,
             })
         }
         [(key, located)] => Ok(ConfigInput {
             origin: format!("ConfigMap {key} ({})", located.origin),
-            loaded: load_config_map(&located.object),
+            loaded: load_config_map_at(&located.object, velero.version),
+            velero,
         }),
         several => Err(CommandError::Input(format!(
             "ConfigMap {} is in several namespaces ({}); choose one with --config-map NAMESPACE/{}",
@@ -160,6 +217,7 @@ pub fn from_file(
     name: &str,
     text: &str,
     wanted: Option<&ConfigMapRef>,
+    velero: VersionInput,
 ) -> Result<ConfigInput, CommandError> {
     let is_manifest = parse_documents(name, text).is_ok_and(|documents| {
         documents.iter().any(|document| {
@@ -173,7 +231,8 @@ pub fn from_file(
     if !is_manifest {
         return Ok(ConfigInput {
             origin: format!("--config {name}"),
-            loaded: load_json(text),
+            loaded: load_json_at(text, velero.version),
+            velero,
         });
     }
     let inventory = read_str(name, text)?;
@@ -220,6 +279,7 @@ pub fn from_file(
     let (key, located) = chosen;
     Ok(ConfigInput {
         origin: format!("--config {name} (ConfigMap {key})"),
-        loaded: load_config_map(&located.object),
+        loaded: load_config_map_at(&located.object, velero.version),
+        velero,
     })
 }
