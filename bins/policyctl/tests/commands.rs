@@ -126,6 +126,8 @@ fn every_contract_key_is_present() {
         ])),
         [
             "affinity",
+            // Restores only.
+            "cacheVolume",
             "nodeSelector",
             // The bundled example has no node-agent DaemonSet.
             "notes",

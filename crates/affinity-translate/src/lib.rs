@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod cache;
 mod concurrency;
 mod config;
 mod diagnose;
@@ -35,6 +36,10 @@ mod translate;
 mod validate;
 mod version;
 
+pub use cache::{
+    CACHE_CLAIM_SUFFIX, CacheDecision, CacheVolume, DEFAULT_CACHE_LIMIT_BYTES, cache_decision,
+    cache_volume_size,
+};
 pub use concurrency::{DEFAULT_CONCURRENCY, NodeConcurrency};
 pub use config::{
     BackupPvcConfig, CachePvcConfig, CsiSnapshotMetadataServiceConfig, LoadAffinity,

@@ -165,6 +165,10 @@ pub struct DataDownloadSpec {
     /// Timeout of the whole operation (a Go duration such as `10m0s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_timeout: Option<String>,
+    /// Logical size of the snapshot in bytes (decides whether the restore
+    /// gets a cache volume, from Velero 1.18.0 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_size: Option<i64>,
 }
 
 /// Target volume of a DataDownload.

@@ -10,7 +10,7 @@ use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::{Value, json};
 
 use crate::cli::{NodeOsArg, ObjectRef};
-use crate::commands::{CommandError, render};
+use crate::commands::{CommandError, render, restore_cache};
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, or_dash, table};
 
@@ -288,11 +288,28 @@ pub fn run(
         };
         rows.push([label, format!("term {}: {term}", index + 1)]);
     }
+    let mut notes: Vec<String> = node_agent.note.iter().cloned().collect();
+    let cache = (direction == Direction::Restore)
+        .then(|| {
+            let key = ObjectKey::namespaced(&pvc_ref.namespace, &pvc_ref.name);
+            inventory.persistent_volume_claims.get(&key)
+        })
+        .flatten()
+        .map(|pvc| restore_cache::for_restore_into(config, inventory, &pvc.object));
+    if let Some(cache) = &cache {
+        rows.push(["cache volume".to_owned(), cache.row.clone()]);
+        notes.extend(cache.notes.iter().cloned());
+    }
     let mut document = fragment_json(&fragment);
+    if let Some(cache) = cache {
+        document["cacheVolume"] = cache.document;
+    }
     let mut text = table(&["field", "value"], rows);
-    if let Some(note) = &node_agent.note {
-        document["notes"] = json!([note]);
-        text.push_str(&format!("\nNote: {note}.\n"));
+    if !notes.is_empty() {
+        for note in &notes {
+            text.push_str(&format!("\nNote: {note}.\n"));
+        }
+        document["notes"] = json!(notes);
     }
     Ok(Output {
         document,

@@ -14,6 +14,7 @@ mod modules;
 mod queue;
 mod render;
 mod report;
+mod restore_cache;
 mod schedule;
 mod soothe;
 
