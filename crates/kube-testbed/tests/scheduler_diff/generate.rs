@@ -7,7 +7,7 @@
 //! kube-scheduler"); [`KNOWN_DEVIATIONS`] names the restrictions that keep
 //! the generator away from known differences.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use serde_json::{Value, json};
 
 /// Restrictions of the generator that keep it away from known differences
@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 /// `docs/kube-scheduler-sim.md`).
 pub const KNOWN_DEVIATIONS: &[&str] = &[
     "preemption: pending pods use PriorityClasses with preemptionPolicy Never (the simulator \
-     does not preempt; the real message then ends in a fixed PostFilter text)",
+     does not preempt; the real message then ends in a fixed PostFilter text, or in ' not found' \
+     after a PreFilter rejection)",
     "REQUESTS_IN_ONE_RATIO: every node has 2 GiB of memory allocatable per CPU and every pod \
      requests both or neither in that ratio, so that NodeResourcesBalancedAllocation scores every \
      node alike (kube-scheduler 1.36 scores the change of a node's balance, the simulator, after \
@@ -35,6 +36,14 @@ pub struct Cluster {
     /// Nodes with zone, hostname, disk and tier labels, taints, cordons,
     /// allocatable and images.
     pub nodes: Vec<Node>,
+    /// PersistentVolumes, zonal (zone label, node affinity or both), each
+    /// pre-bound to one claim; the last one is for the cache probe.
+    pub volumes: Vec<PersistentVolume>,
+    /// PersistentVolumeClaims: bound to those volumes (`spec.volumeName`
+    /// and `pv.kubernetes.io/bind-completed`), or unbound without a class
+    /// (immediate binding). The last one, `probe-data` in the first
+    /// namespace, is for the cache probe.
+    pub claims: Vec<PersistentVolumeClaim>,
     /// Pods bound by `spec.nodeName` when created.
     pub existing: Vec<Pod>,
     /// Pods for the scheduler, created one at a time.
@@ -111,6 +120,9 @@ struct Ctx {
     zones: Vec<&'static str>,
     node_names: Vec<String>,
     namespaces: [String; 2],
+    /// Per namespace: the claims bound to a volume, and the unbound ones.
+    bound_claims: [Vec<String>; 2],
+    unbound_claims: [Vec<String>; 2],
 }
 
 /// How pods' cpu and memory requests relate to each other.
@@ -134,6 +146,8 @@ pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
         prefix,
         zones: Vec::new(),
         node_names: Vec::new(),
+        bound_claims: [Vec::new(), Vec::new()],
+        unbound_claims: [Vec::new(), Vec::new()],
     };
     let zone_count = ctx.rng.range(2, 3);
     ctx.zones = ZONES[..zone_count].to_vec();
@@ -153,6 +167,7 @@ pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
         })
         .collect();
     let nodes = (0..node_count).map(|i| node(&mut ctx, i, seed)).collect();
+    let (volumes, claims) = storage(&mut ctx, seed);
     let existing_count = ctx.rng.range(0, 14);
     let existing = (0..existing_count)
         .map(|i| existing_pod(&mut ctx, i))
@@ -164,6 +179,8 @@ pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
     Cluster {
         namespaces,
         nodes,
+        volumes,
+        claims,
         existing,
         pending,
     }
@@ -232,6 +249,106 @@ fn node(ctx: &mut Ctx, index: usize, seed: u64) -> Node {
             "images": images,
         },
     }))
+}
+
+/// A volume of `zone` pre-bound to the claim `namespace/claim`: the zone
+/// as a label (VolumeZone), as required node affinity (VolumeBinding), or
+/// both.
+fn volume(name: &str, zone: &str, namespace: &str, claim: &str, how: usize, seed: u64) -> Value {
+    let mut labels = json!({"diff-seed": seed.to_string()});
+    if how != 1 {
+        labels[ZONE] = json!(zone);
+    }
+    let mut spec = json!({
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "hostPath": {"path": format!("/data/{name}")},
+        "persistentVolumeReclaimPolicy": "Retain",
+        "claimRef": {"namespace": namespace, "name": claim},
+    });
+    if how != 0 {
+        spec["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+        ]}});
+    }
+    json!({"metadata": {"name": name, "labels": labels}, "spec": spec})
+}
+
+fn claim(name: &str, namespace: &str, volume: Option<&str>) -> Value {
+    let mut claim = json!({
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    });
+    if let Some(volume) = volume {
+        claim["spec"]["volumeName"] = json!(volume);
+        claim["metadata"]["annotations"] = json!({"pv.kubernetes.io/bind-completed": "yes"});
+    }
+    claim
+}
+
+/// Zonal volumes with their bound claims, unbound claims, and the probe's
+/// pair last.
+fn storage(ctx: &mut Ctx, seed: u64) -> (Vec<PersistentVolume>, Vec<PersistentVolumeClaim>) {
+    let mut volumes = Vec::new();
+    let mut claims = Vec::new();
+    let count = ctx.rng.range(0, 4);
+    for i in 0..count {
+        let ns = ctx.rng.below(2);
+        let zone = *ctx.rng.pick(&ctx.zones);
+        let how = ctx.rng.below(3);
+        let name = format!("{}-pv{i}", ctx.prefix);
+        let claim_name = format!("data-{i}");
+        volumes.push(from_json(volume(
+            &name,
+            zone,
+            &ctx.namespaces[ns],
+            &claim_name,
+            how,
+            seed,
+        )));
+        claims.push(from_json(claim(
+            &claim_name,
+            &ctx.namespaces[ns],
+            Some(&name),
+        )));
+        ctx.bound_claims[ns].push(claim_name);
+    }
+    if ctx.rng.chance(30) {
+        let ns = ctx.rng.below(2);
+        claims.push(from_json(claim("unbound", &ctx.namespaces[ns], None)));
+        ctx.unbound_claims[ns].push("unbound".to_owned());
+    }
+    let probe = format!("{}-pv-probe", ctx.prefix);
+    volumes.push(from_json(volume(
+        &probe,
+        ctx.zones[0],
+        &ctx.namespaces[0],
+        "probe-data",
+        2,
+        seed,
+    )));
+    claims.push(from_json(claim(
+        "probe-data",
+        &ctx.namespaces[0],
+        Some(&probe),
+    )));
+    (volumes, claims)
+}
+
+/// The claim a pending pod in namespace `ns` mounts, if any: usually a
+/// bound one, sometimes an unbound or a missing one.
+fn pod_claim(ctx: &mut Ctx, ns: usize) -> Option<String> {
+    let claims = match ctx.rng.below(100) {
+        0..25 => &ctx.bound_claims[ns],
+        25..30 => &ctx.unbound_claims[ns],
+        30..32 => return Some("missing".to_owned()),
+        _ => return None,
+    };
+    (!claims.is_empty()).then(|| ctx.rng.pick(claims).clone())
 }
 
 /// Labels of a generated pod: an app, usually a version.
@@ -537,6 +654,9 @@ fn pending_pod(ctx: &mut Ctx, index: usize) -> Pod {
     if ctx.rng.chance(30) {
         spec["topologySpreadConstraints"] = json!(spread_constraints(ctx, &labels));
     }
+    if let Some(claim) = pod_claim(ctx, own_ns) {
+        spec["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
+    }
     from_json(json!({
         "metadata": {"name": format!("p{index}"), "namespace": ctx.namespaces[own_ns], "labels": labels},
         "spec": spec,
@@ -551,9 +671,9 @@ mod tests {
     fn the_same_seed_gives_the_same_cluster() {
         let a = cluster(7, Ratio::Fixed);
         let b = cluster(7, Ratio::Fixed);
-        assert_eq!(
-            serde_json::to_string(&(&a.nodes, &a.existing, &a.pending)).ok(),
-            serde_json::to_string(&(&b.nodes, &b.existing, &b.pending)).ok()
-        );
+        let json = |c: &Cluster| {
+            serde_json::to_string(&(&c.nodes, &c.volumes, &c.claims, &c.existing, &c.pending)).ok()
+        };
+        assert_eq!(json(&a), json(&b));
     }
 }

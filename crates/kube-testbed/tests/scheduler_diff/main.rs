@@ -13,7 +13,8 @@
 //! - `PodScheduled=False`, reason `Unschedulable`: the condition's message
 //!   must be the simulator's FitError text, followed by the fixed text of
 //!   the preemption PostFilter for a pod that may not preempt
-//!   ([`PREEMPTION_NEVER`]). The pod is then deleted, so that no later event
+//!   ([`PREEMPTION_NEVER`]), or, after a PreFilter rejection, by
+//!   [`PREFILTER_REJECTED`]. The pod is then deleted, so that no later event
 //!   lets the scheduler retry it.
 //!
 //! A bound pod whose node differs only because kube-scheduler 1.36 changed
@@ -35,10 +36,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::start;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube_scheduler_sim::{ClusterState, Options, ScheduleResult};
+use kube_scheduler_sim::{ClusterState, Options, ScheduleResult, StorageObjects};
 use kube_testbed::Testbed;
 use serde_json::json;
 
@@ -48,6 +49,13 @@ const DEFAULT_SEEDS: u64 = 20;
 /// What kube-scheduler 1.37 appends to the FitError of a pod whose
 /// `preemptionPolicy` is `Never` (DefaultPreemption's PostFilter message).
 const PREEMPTION_NEVER: &str = " preemption: not eligible due to preemptionPolicy=Never.";
+
+/// What kube-scheduler 1.37 appends instead when a PreFilter rejected the
+/// pod: the PostFilter plugins run in order and DynamicResources, ahead of
+/// DefaultPreemption, cannot read the state its own PreFilter never wrote;
+/// that error (`not found`, the cycle state's `ErrNotFound`) ends the
+/// PostFilter phase.
+const PREFILTER_REJECTED: &str = " not found";
 
 /// How long one scheduling decision may take.
 const DECISION_LIMIT: Duration = Duration::from_secs(30);
@@ -108,7 +116,12 @@ fn expected(result: &ScheduleResult) -> Expected {
     }
     if result.feasible.is_empty() {
         let summary = result.summary.clone().unwrap_or_default();
-        return Expected::Unschedulable(format!("{summary}{PREEMPTION_NEVER}"));
+        let suffix = if rejected_in_pre_filter(&summary) {
+            PREFILTER_REJECTED
+        } else {
+            PREEMPTION_NEVER
+        };
+        return Expected::Unschedulable(format!("{summary}{suffix}"));
     }
     let best = result
         .feasible
@@ -127,6 +140,15 @@ fn expected(result: &ScheduleResult) -> Expected {
             .collect(),
     };
     Expected::OneOf(top)
+}
+
+/// Whether a FitError comes from a PreFilter: its text is that plugin's
+/// message, where the Filter phase's begins with a count of nodes
+/// (`0/3 nodes are available: 2 Insufficient cpu, ...`).
+fn rejected_in_pre_filter(summary: &str) -> bool {
+    summary
+        .split_once("nodes are available: ")
+        .is_some_and(|(_, rest)| !rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 fn agrees(expected: &Expected, real: &Real) -> bool {
@@ -208,7 +230,10 @@ async fn decision(pods: &Api<Pod>, name: &str) -> Real {
 /// seed (the previous seed's are deleted): a probe pod that fits no node
 /// must be refused by `nodes` nodes. Pods created before the probe are in
 /// the cache once the probe is seen, as one informer delivers them in
-/// order.
+/// order; the probe mounts the claim created last (`probe-data`), bound to
+/// the volume created last, so that the claim and volume caches are
+/// checked the same way (a missing one fails the volume PreFilters with
+/// another message).
 async fn wait_for_scheduler_cache(pods: &Api<Pod>, nodes: usize) {
     let want = format!(
         "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector.{PREEMPTION_NEVER}"
@@ -223,6 +248,7 @@ async fn wait_for_scheduler_cache(pods: &Api<Pod>, nodes: usize) {
                 "nodeSelector": {"diff-probe": "nowhere"},
                 "tolerations": [{"operator": "Exists"}],
                 "priorityClassName": generate::PRIORITY_CLASSES[0].0,
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "probe-data"}}],
             },
         })) {
             Ok(probe) => probe,
@@ -293,6 +319,31 @@ async fn run_seed(
             ),
         }
     }
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let mut created_volumes = Vec::new();
+    for volume in &cluster.volumes {
+        match volumes.create(&post, volume).await {
+            Ok(volume) => created_volumes.push(volume),
+            Err(error) => panic!(
+                "seed {seed}: creating volume {:?}: {error}",
+                volume.metadata.name
+            ),
+        }
+    }
+    let mut created_claims = Vec::new();
+    for claim in &cluster.claims {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(
+            client.clone(),
+            claim.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        match claims.create(&post, claim).await {
+            Ok(claim) => created_claims.push(claim),
+            Err(error) => panic!(
+                "seed {seed}: creating claim {:?}: {error}",
+                claim.metadata.name
+            ),
+        }
+    }
     let pods_of = |pod: &Pod| -> Api<Pod> {
         Api::namespaced(
             client.clone(),
@@ -342,6 +393,11 @@ async fn run_seed(
         add_to_node(&mut on_node, pod);
     }
     let mut sim = ClusterState::new(&created_nodes, &all_namespaces, &existing, true);
+    sim.set_storage(&StorageObjects {
+        claims: created_claims,
+        volumes: created_volumes,
+        ..Default::default()
+    });
     assert_eq!(
         sim.node_count(),
         created_nodes.len(),
@@ -418,10 +474,17 @@ async fn run_seed(
         if let Err(error) = pods.delete_collection(&now, &ListParams::default()).await {
             panic!("seed {seed}: deleting the pods of {name}: {error}");
         }
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), name);
+        if let Err(error) = claims.delete_collection(&now, &ListParams::default()).await {
+            panic!("seed {seed}: deleting the claims of {name}: {error}");
+        }
     }
     let seed_nodes = ListParams::default().labels(&format!("diff-seed={seed}"));
     if let Err(error) = nodes.delete_collection(&now, &seed_nodes).await {
         panic!("seed {seed}: deleting its nodes: {error}");
+    }
+    if let Err(error) = volumes.delete_collection(&now, &seed_nodes).await {
+        panic!("seed {seed}: deleting its volumes: {error}");
     }
 }
 
@@ -471,4 +534,14 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         tally.decisions,
         mismatches.join("\n")
     );
+}
+
+#[test]
+fn pre_filter_rejections_are_told_from_filter_ones_by_their_text() {
+    assert!(rejected_in_pre_filter(
+        "0/3 nodes are available: persistentvolumeclaim \"missing\" not found."
+    ));
+    assert!(!rejected_in_pre_filter(
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)."
+    ));
 }
