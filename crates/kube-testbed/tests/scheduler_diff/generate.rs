@@ -666,6 +666,36 @@ fn pending_pod(ctx: &mut Ctx, index: usize) -> Pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_scheduler_sim::resources::{node_allocatable, pod_requests};
+
+    const GIB: i64 = 1024 * 1024 * 1024;
+
+    /// REQUESTS_IN_ONE_RATIO, which keeps the 1.36 balanced-allocation
+    /// score out: 2 GiB per CPU everywhere, or no request at all.
+    #[test]
+    fn fixed_ratio_clusters_request_two_gib_per_cpu_everywhere() {
+        for seed in 0..200 {
+            let c = cluster(seed, Ratio::Fixed);
+            for node in &c.nodes {
+                let a = node_allocatable(node).ok().flatten().unwrap_or_default();
+                assert_eq!(
+                    a.memory * 1000,
+                    a.milli_cpu * 2 * GIB,
+                    "{:?}",
+                    node.metadata.name
+                );
+            }
+            for pod in c.existing.iter().chain(&c.pending) {
+                let r = pod_requests(pod).unwrap_or_default();
+                assert_eq!(
+                    r.memory * 1000,
+                    r.milli_cpu * 2 * GIB,
+                    "{:?}",
+                    pod.metadata.name
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_same_seed_gives_the_same_cluster() {
