@@ -7,7 +7,9 @@
 //! kube-scheduler"); [`KNOWN_DEVIATIONS`] names the restrictions that keep
 //! the generator away from known differences.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
 use serde_json::{Value, json};
 
 /// Restrictions of the generator that keep it away from known differences
@@ -36,6 +38,9 @@ pub struct Cluster {
     /// Nodes with zone, hostname, disk and tier labels, taints, cordons,
     /// allocatable and images.
     pub nodes: Vec<Node>,
+    /// Services selecting an `app`: their pods without spread constraints
+    /// of their own get kube-scheduler's system-default spreading.
+    pub services: Vec<Service>,
     /// PersistentVolumes, zonal (zone label, node affinity or both), each
     /// pre-bound to one claim; the last one is for the cache probe.
     pub volumes: Vec<PersistentVolume>,
@@ -168,6 +173,17 @@ pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
         .collect();
     let nodes = (0..node_count).map(|i| node(&mut ctx, i, seed)).collect();
     let (volumes, claims) = storage(&mut ctx, seed);
+    let service_count = ctx.rng.range(0, 2);
+    let services = (0..service_count)
+        .map(|i| {
+            let ns = ctx.rng.below(2);
+            let app = *ctx.rng.pick(APPS);
+            from_json(json!({
+                "metadata": {"name": format!("svc-{i}"), "namespace": ctx.namespaces[ns]},
+                "spec": {"selector": {"app": app}, "ports": [{"port": 80}]},
+            }))
+        })
+        .collect();
     let existing_count = ctx.rng.range(0, 14);
     let existing = (0..existing_count)
         .map(|i| existing_pod(&mut ctx, i))
@@ -179,6 +195,7 @@ pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
     Cluster {
         namespaces,
         nodes,
+        services,
         volumes,
         claims,
         existing,
@@ -702,7 +719,15 @@ mod tests {
         let a = cluster(7, Ratio::Fixed);
         let b = cluster(7, Ratio::Fixed);
         let json = |c: &Cluster| {
-            serde_json::to_string(&(&c.nodes, &c.volumes, &c.claims, &c.existing, &c.pending)).ok()
+            serde_json::to_string(&(
+                &c.nodes,
+                &c.services,
+                &c.volumes,
+                &c.claims,
+                &c.existing,
+                &c.pending,
+            ))
+            .ok()
         };
         assert_eq!(json(&a), json(&b));
     }

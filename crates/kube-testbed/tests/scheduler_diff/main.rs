@@ -36,10 +36,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::start;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube_scheduler_sim::{ClusterState, Options, ScheduleResult, StorageObjects};
+use kube_scheduler_sim::{ClusterState, Options, ScheduleResult, StorageObjects, Workloads};
 use kube_testbed::Testbed;
 use serde_json::json;
 
@@ -309,6 +311,22 @@ async fn run_seed(
             panic!("seed {seed}: creating a namespace: {error}");
         }
     }
+    // Services first: nothing else tells when the scheduler's Service
+    // informer has them, and everything below takes a while.
+    let mut created_services = Vec::new();
+    for service in &cluster.services {
+        let services: Api<Service> = Api::namespaced(
+            client.clone(),
+            service.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        match services.create(&post, service).await {
+            Ok(service) => created_services.push(service),
+            Err(error) => panic!(
+                "seed {seed}: creating service {:?}: {error}",
+                service.metadata.name
+            ),
+        }
+    }
     let mut created_nodes = Vec::new();
     for node in &cluster.nodes {
         match nodes.create(&post, node).await {
@@ -393,6 +411,10 @@ async fn run_seed(
         add_to_node(&mut on_node, pod);
     }
     let mut sim = ClusterState::new(&created_nodes, &all_namespaces, &existing, true);
+    sim.add_workloads(&Workloads {
+        services: created_services.clone(),
+        ..Default::default()
+    });
     sim.set_storage(&StorageObjects {
         claims: created_claims,
         volumes: created_volumes,
@@ -477,6 +499,16 @@ async fn run_seed(
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), name);
         if let Err(error) = claims.delete_collection(&now, &ListParams::default()).await {
             panic!("seed {seed}: deleting the claims of {name}: {error}");
+        }
+    }
+    for service in &created_services {
+        let (Some(namespace), Some(name)) = (&service.metadata.namespace, &service.metadata.name)
+        else {
+            continue;
+        };
+        let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+        if let Err(error) = services.delete(name, &now).await {
+            panic!("seed {seed}: deleting service {name}: {error}");
         }
     }
     let seed_nodes = ListParams::default().labels(&format!("diff-seed={seed}"));
