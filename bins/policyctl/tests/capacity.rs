@@ -225,7 +225,7 @@ fn copies_fill_the_cpu_of_the_untainted_nodes_and_the_fit_error_counts_every_nod
     assert_eq!(doc["nodes"], serde_json::json!({"a": 2, "b": 2}));
     assert_eq!(
         doc["reason"],
-        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 2 Insufficient cpu."
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
     );
 }
 

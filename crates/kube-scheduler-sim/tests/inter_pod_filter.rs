@@ -1070,7 +1070,7 @@ fn topology_spread_do_not_schedule_table() {
             nodes: tainted_zones(),
             namespaces: vec![],
             // TaintToleration rejects a1 before PodTopologySpread runs.
-            want: vec![("a1", TAINT_DEDICATED_DB), ("b1", SPREAD)],
+            want: vec![("a1", TAINT), ("b1", SPREAD)],
         },
         Case {
             name: "nodeTaintsPolicy Honor: an untolerated tainted node's domain is not eligible",
@@ -1084,7 +1084,7 @@ fn topology_spread_do_not_schedule_table() {
             pods: vec![pod("ns", "e", web, Some("b1"), json!({}))],
             nodes: tainted_zones(),
             namespaces: vec![],
-            want: vec![("a1", TAINT_DEDICATED_DB), ("b1", OK)],
+            want: vec![("a1", TAINT), ("b1", OK)],
         },
         Case {
             name: "nodeTaintsPolicy Honor with a matching toleration keeps the domain",

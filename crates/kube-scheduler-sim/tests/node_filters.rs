@@ -176,7 +176,7 @@ fn taint_toleration_filter_table() {
             "A pod having no tolerations can't be scheduled onto a node with nonempty taints",
             vec![],
             vec![user1()],
-            "node(s) had untolerated taint {dedicated: user1}",
+            "node(s) had untolerated taint(s)",
         ),
         (
             "A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
@@ -188,7 +188,7 @@ fn taint_toleration_filter_table() {
             "A pod which can't be scheduled on a dedicated node assigned to user2 with effect NoSchedule",
             vec![toleration("dedicated", "Equal", "user2", "NoSchedule")],
             vec![user1()],
-            "node(s) had untolerated taint {dedicated: user1}",
+            "node(s) had untolerated taint(s)",
         ),
         (
             "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints on the node",
@@ -212,7 +212,7 @@ fn taint_toleration_filter_table() {
             "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match, can't be scheduled onto the node",
             vec![toleration("foo", "Equal", "bar", "PreferNoSchedule")],
             vec![taint("foo", "bar", "NoSchedule")],
-            "node(s) had untolerated taint {foo: bar}",
+            "node(s) had untolerated taint(s)",
         ),
         (
             "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty, and the effect of taint is NoSchedule. Pod can be scheduled onto the node",
@@ -237,7 +237,7 @@ fn taint_toleration_filter_table() {
             "NoExecute taints filter too",
             vec![],
             vec![taint("gone", "", "NoExecute")],
-            "node(s) had untolerated taint {gone: }",
+            "node(s) had untolerated taint(s)",
         ),
         (
             "the first untolerated NoSchedule/NoExecute taint is reported",
@@ -248,7 +248,7 @@ fn taint_toleration_filter_table() {
                 taint("b", "2", "NoExecute"),
                 taint("c", "3", "NoSchedule"),
             ],
-            "node(s) had untolerated taint {b: 2}",
+            "node(s) had untolerated taint(s)",
         ),
         (
             "an empty operator is Equal",
@@ -272,13 +272,13 @@ fn taint_toleration_filter_table() {
             "an empty key with Equal and another value tolerates nothing",
             vec![toleration("", "Equal", "user2", "")],
             vec![user1()],
-            "node(s) had untolerated taint {dedicated: user1}",
+            "node(s) had untolerated taint(s)",
         ),
         (
             "an unknown operator tolerates nothing",
             vec![toleration("dedicated", "Gt", "user1", "")],
             vec![user1()],
-            "node(s) had untolerated taint {dedicated: user1}",
+            "node(s) had untolerated taint(s)",
         ),
     ];
     for (name, tolerations, taints, want) in rows {
@@ -292,6 +292,26 @@ fn taint_toleration_filter_table() {
             assert_eq!(code, Some(Code::UnschedulableAndUnresolvable), "{name}");
         }
     }
+}
+
+/// The message names no taint (C.27), but the filter still finds the first
+/// untolerated `NoSchedule`/`NoExecute` taint, which `diagnose` names.
+#[test]
+fn the_filter_finds_the_first_untolerated_taint() {
+    use k8s_openapi::api::core::v1::{Taint, Toleration};
+    use kube_scheduler_sim::plugins::taint_toleration;
+    let taints: Vec<Taint> = serde_json::from_value(json!([
+        taint("soft", "x", "PreferNoSchedule"),
+        taint("a", "1", "NoSchedule"),
+        taint("b", "2", "NoExecute"),
+        taint("c", "3", "NoSchedule"),
+    ]))
+    .unwrap();
+    let tolerations: Vec<Toleration> =
+        serde_json::from_value(json!([toleration("a", "Exists", "", "")])).unwrap();
+    let first = taint_toleration::filter(&taints, &tolerations);
+    assert_eq!(first.map(|t| t.key.as_str()), Some("b"));
+    assert_eq!(taint_toleration::REASON, "node(s) had untolerated taint(s)");
 }
 
 /// Containers with host ports written `PROTO/IP/PORT` (upstream's `newPod`).
@@ -1020,7 +1040,7 @@ fn three_nodes_reject_a_4_cpu_pod_with_kube_schedulers_summary() {
     assert_eq!(
         r.summary.as_deref(),
         Some(
-            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: infra}, 1 node(s) were unschedulable."
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
         )
     );
     let mut state = ClusterState::new(&three_nodes(), &[], &[], true);
@@ -1029,7 +1049,7 @@ fn three_nodes_reject_a_4_cpu_pod_with_kube_schedulers_summary() {
     assert_eq!(
         placement.reason.as_deref(),
         Some(
-            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: infra}, 1 node(s) were unschedulable."
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
         )
     );
 }
@@ -1094,11 +1114,7 @@ fn filters_run_in_the_default_profile_order() {
     )]);
     expect(&pod_spec, &node, NODE_NAME);
     pod_spec.as_object_mut().unwrap().remove("nodeName");
-    expect(
-        &pod_spec,
-        &node,
-        "node(s) had untolerated taint {dedicated: infra}",
-    );
+    expect(&pod_spec, &node, "node(s) had untolerated taint(s)");
     pod_spec["tolerations"] = json!([toleration("", "Exists", "", "")]);
     expect(&pod_spec, &node, NODE_AFFINITY);
     pod_spec["nodeSelector"] = json!({"zone": "a"});

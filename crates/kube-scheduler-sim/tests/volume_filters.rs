@@ -24,7 +24,7 @@ const DISK: &str = "node(s) had no available disk";
 const RWOP: &str =
     "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
 const MAX_VOLUMES: &str = "node(s) exceed max volume count";
-const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
+const NODE_CONFLICT: &str = "node(s) didn't match PersistentVolume's node affinity";
 const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 const ZONE: &str = "node(s) had no available volume zone";
@@ -894,7 +894,7 @@ fn volume_binding_table() {
             "bound conflict and unbound conflict together",
             json!([claim_vol("pvc-a"), claim_vol("pvc-wait-big")]),
             BIND_CONFLICT,
-            "node(s) had volume node affinity conflict, node(s) didn't find available persistent volumes to bind",
+            "node(s) didn't match PersistentVolume's node affinity, node(s) didn't find available persistent volumes to bind",
         ),
         (
             "dynamic provisioning within allowedTopologies",

@@ -19,15 +19,10 @@ pub fn filter<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a
     first_untolerated(taints, tolerations)
 }
 
-/// kube-scheduler's reason for an untolerated taint:
-/// `node(s) had untolerated taint {key: value}` (value empty when absent).
-pub fn reason(taint: &Taint) -> String {
-    format!(
-        "node(s) had untolerated taint {{{}: {}}}",
-        taint.key,
-        taint.value.as_deref().unwrap_or_default()
-    )
-}
+/// kube-scheduler's reason for an untolerated taint (C.27). It names no
+/// taint: taint keys and values may be sensitive, so kube-scheduler only
+/// logs which taint it was (`diagnose` names it).
+pub const REASON: &str = "node(s) had untolerated taint(s)";
 
 /// The Score (C.41, `countIntolerableTaintsPreferNoSchedule`): the node's
 /// `PreferNoSchedule` taints that no toleration of the pod with an empty or
@@ -61,11 +56,11 @@ impl SchedulerPlugin for TaintToleration {
     fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
         let (state, pod) = (cycle.state, cycle.pod);
         PreFilter::Filter(Box::new(move |node| {
-            filter(&state.nodes[node as usize].taints, &pod.tolerations).map(|t| {
-                Rejection::many(
+            filter(&state.nodes[node as usize].taints, &pod.tolerations).map(|_| {
+                Rejection::new(
                     Plugin::TaintToleration,
                     Code::UnschedulableAndUnresolvable,
-                    vec![reason(t)],
+                    REASON,
                 )
             })
         }))

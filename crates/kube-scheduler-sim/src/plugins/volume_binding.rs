@@ -40,8 +40,9 @@ use crate::volumes::{
 };
 use kube_validation::LabelSelectorMatcher as PodSelector;
 
-/// `ErrReasonNodeConflict`.
-pub const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
+/// `ErrReasonNodeConflict`, as 1.35 and 1.37 word it (older releases
+/// wrote `node(s) had volume node affinity conflict`).
+pub const NODE_CONFLICT: &str = "node(s) didn't match PersistentVolume's node affinity";
 /// `ErrReasonBindConflict`.
 pub const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// `ErrReasonPVNotExist`.

@@ -1624,18 +1624,16 @@ fn node_level_failure(
             vec!["node(s) didn't match the requested node name".into()],
         ));
     }
-    if let Some(t) = first_untolerated(
+    if first_untolerated(
         node_spec.taints.as_deref().unwrap_or_default(),
         &tolerations,
-    ) {
+    )
+    .is_some()
+    {
         return Some(failure(
             Plugin::TaintToleration,
             unresolvable,
-            vec![format!(
-                "node(s) had untolerated taint {{{}: {}}}",
-                t.key,
-                t.value.clone().unwrap_or_default()
-            )],
+            vec!["node(s) had untolerated taint(s)".into()],
         ));
     }
     if let Some(sel) = added

@@ -546,7 +546,7 @@ pub fn node_failure(
     };
     let mut reasons = Vec::new();
     if node_conflict {
-        reasons.push("node(s) had volume node affinity conflict".to_owned());
+        reasons.push("node(s) didn't match PersistentVolume's node affinity".to_owned());
     }
     if bind_conflict {
         reasons.push("node(s) didn't find available persistent volumes to bind".to_owned());

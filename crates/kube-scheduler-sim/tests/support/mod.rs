@@ -96,7 +96,7 @@ pub const EXISTING_ANTI: &str = "node(s) didn't satisfy existing pods anti-affin
 pub const SPREAD: &str = "node(s) didn't match pod topology spread constraints";
 pub const SPREAD_LABEL: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
-pub const TAINT_DEDICATED_DB: &str = "node(s) had untolerated taint {dedicated: db}";
+pub const TAINT: &str = "node(s) had untolerated taint(s)";
 pub const UNSCHEDULABLE: &str = "node(s) were unschedulable";
 pub const NODE_NAME: &str = "node(s) didn't match the requested node name";
 pub const PORTS: &str = "node(s) didn't have free ports for the requested pod ports";

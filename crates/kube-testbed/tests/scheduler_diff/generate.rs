@@ -1,0 +1,734 @@
+//! A random cluster for the differential test, a pure function of a `u64`
+//! seed: Namespaces, Nodes, pods already bound (`spec.nodeName`) and
+//! pending pods, using the features the simulator models.
+//!
+//! What is generated, and what is deliberately left out, is listed in
+//! `docs/kube-scheduler-sim.md` ("Checked against the real
+//! kube-scheduler"); [`KNOWN_DEVIATIONS`] names the restrictions that keep
+//! the generator away from known differences.
+
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
+use serde_json::{Value, json};
+
+/// Restrictions of the generator that keep it away from known differences
+/// between the simulator and the real kube-scheduler, or from behaviour
+/// the simulator does not model (each explained in
+/// `docs/kube-scheduler-sim.md`).
+pub const KNOWN_DEVIATIONS: &[&str] = &[
+    "preemption: pending pods use PriorityClasses with preemptionPolicy Never (the simulator \
+     does not preempt; the real message then ends in a fixed PostFilter text, or in ' not found' \
+     after a PreFilter rejection)",
+    "REQUESTS_IN_ONE_RATIO: every node has 2 GiB of memory allocatable per CPU and every pod \
+     requests both or neither in that ratio, so that NodeResourcesBalancedAllocation scores every \
+     node alike (kube-scheduler 1.36 scores the change of a node's balance, the simulator, after \
+     1.35, the balance with the pod)",
+];
+
+/// The PriorityClasses pending pods use: (name, value), all with
+/// `preemptionPolicy: Never`.
+pub const PRIORITY_CLASSES: &[(&str, i32)] = &[("diff-never-low", 100), ("diff-never-high", 1000)];
+
+/// The generated objects, in the order they are created.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// Two namespaces, `team: a` and `team: b`.
+    pub namespaces: Vec<Namespace>,
+    /// Nodes with zone, hostname, disk and tier labels, taints, cordons,
+    /// allocatable and images.
+    pub nodes: Vec<Node>,
+    /// Services selecting an `app`: their pods without spread constraints
+    /// of their own get kube-scheduler's system-default spreading.
+    pub services: Vec<Service>,
+    /// PersistentVolumes, zonal (zone label, node affinity or both), each
+    /// pre-bound to one claim; the last one is for the cache probe.
+    pub volumes: Vec<PersistentVolume>,
+    /// PersistentVolumeClaims: bound to those volumes (`spec.volumeName`
+    /// and `pv.kubernetes.io/bind-completed`), or unbound without a class
+    /// (immediate binding). The last one, `probe-data` in the first
+    /// namespace, is for the cache probe.
+    pub claims: Vec<PersistentVolumeClaim>,
+    /// Pods bound by `spec.nodeName` when created.
+    pub existing: Vec<Pod>,
+    /// Pods for the scheduler, created one at a time.
+    pub pending: Vec<Pod>,
+}
+
+/// The workspace's generator ([`testkit::SplitMix64`]) with the few draws
+/// the generator needs.
+#[derive(Debug, Clone)]
+pub struct Rng(testkit::SplitMix64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(testkit::SplitMix64::new(seed))
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0.below(u32::try_from(n).unwrap_or(u32::MAX)) as usize
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        self.0.range(lo as u64, hi as u64) as usize
+    }
+
+    /// True with probability `percent` / 100.
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    /// One of `items` (not empty).
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
+const APPS: &[&str] = &["web", "db", "cache"];
+const VERSIONS: &[&str] = &["v1", "v2"];
+const IMAGES: &[(&str, i64)] = &[
+    ("registry.example/app:1", 250_000_000),
+    ("registry.example/db:2", 600_000_000),
+    ("registry.example/tool:3", 40_000_000),
+];
+/// Requests of a bound pod's container, (cpu, memory), two GiB per CPU
+/// like the nodes' allocatable; `("", "")` requests nothing.
+const EXISTING_REQUESTS: [(&str, &str); 5] = [
+    ("", ""),
+    ("125m", "256Mi"),
+    ("250m", "512Mi"),
+    ("500m", "1Gi"),
+    ("1", "2Gi"),
+];
+/// Requests of a pending pod's container, in the same ratio.
+const PENDING_REQUESTS: [(&str, &str); 7] = [
+    ("", ""),
+    ("125m", "256Mi"),
+    ("250m", "512Mi"),
+    ("500m", "1Gi"),
+    ("1", "2Gi"),
+    ("1500m", "3Gi"),
+    ("3", "6Gi"),
+];
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+/// What one seed knows while it generates: names and the zones in use.
+struct Ctx {
+    rng: Rng,
+    ratio: Ratio,
+    prefix: String,
+    zones: Vec<&'static str>,
+    node_names: Vec<String>,
+    namespaces: [String; 2],
+    /// Per namespace: the claims bound to a volume, and the unbound ones.
+    bound_claims: [Vec<String>; 2],
+    unbound_claims: [Vec<String>; 2],
+}
+
+/// How pods' cpu and memory requests relate to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ratio {
+    /// REQUESTS_IN_ONE_RATIO: 2 GiB of memory per CPU in every node's
+    /// allocatable and every request (a pod requests both or neither).
+    Fixed,
+    /// Independent cpu and memory requests, nodes of several ratios: the
+    /// 1.36 NodeResourcesBalancedAllocation score then differs.
+    Free,
+}
+
+/// The cluster of `seed`.
+pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
+    let prefix = format!("s{seed}");
+    let mut ctx = Ctx {
+        rng: Rng::new(seed),
+        ratio,
+        namespaces: [format!("{prefix}-a"), format!("{prefix}-b")],
+        prefix,
+        zones: Vec::new(),
+        node_names: Vec::new(),
+        bound_claims: [Vec::new(), Vec::new()],
+        unbound_claims: [Vec::new(), Vec::new()],
+    };
+    let zone_count = ctx.rng.range(2, 3);
+    ctx.zones = ZONES[..zone_count].to_vec();
+    let node_count = ctx.rng.range(3, 8);
+    ctx.node_names = (0..node_count)
+        .map(|i| format!("{}-n{i}", ctx.prefix))
+        .collect();
+
+    let namespaces = ctx
+        .namespaces
+        .iter()
+        .zip(["a", "b"])
+        .map(|(name, team)| {
+            from_json(json!({
+                "metadata": {"name": name, "labels": {"team": team, "diff-seed": seed.to_string()}}
+            }))
+        })
+        .collect();
+    let nodes = (0..node_count).map(|i| node(&mut ctx, i, seed)).collect();
+    let (volumes, claims) = storage(&mut ctx, seed);
+    let service_count = ctx.rng.range(0, 2);
+    let services = (0..service_count)
+        .map(|i| {
+            let ns = ctx.rng.below(2);
+            let app = *ctx.rng.pick(APPS);
+            from_json(json!({
+                "metadata": {"name": format!("svc-{i}"), "namespace": ctx.namespaces[ns]},
+                "spec": {"selector": {"app": app}, "ports": [{"port": 80}]},
+            }))
+        })
+        .collect();
+    let existing_count = ctx.rng.range(0, 14);
+    let existing = (0..existing_count)
+        .map(|i| existing_pod(&mut ctx, i))
+        .collect();
+    let pending_count = ctx.rng.range(4, 12);
+    let pending = (0..pending_count)
+        .map(|i| pending_pod(&mut ctx, i))
+        .collect();
+    Cluster {
+        namespaces,
+        nodes,
+        services,
+        volumes,
+        claims,
+        existing,
+        pending,
+    }
+}
+
+fn from_json<T: k8s_openapi::serde::de::DeserializeOwned>(value: Value) -> T {
+    match serde_json::from_value(value.clone()) {
+        Ok(object) => object,
+        Err(error) => panic!("the generator wrote an invalid object ({error}): {value}"),
+    }
+}
+
+fn node(ctx: &mut Ctx, index: usize, seed: u64) -> Node {
+    let rng = &mut ctx.rng;
+    let name = ctx.node_names[index].clone();
+    let mut labels = serde_json::Map::new();
+    labels.insert(HOSTNAME.into(), json!(name));
+    labels.insert("diff-seed".into(), json!(seed.to_string()));
+    if !rng.chance(10) {
+        labels.insert(ZONE.into(), json!(*rng.pick(&ctx.zones)));
+    }
+    if rng.chance(80) {
+        labels.insert("disk".into(), json!(*rng.pick(&["ssd", "hdd"])));
+    }
+    labels.insert("tier".into(), json!(rng.range(1, 4).to_string()));
+
+    let mut taints = Vec::new();
+    if rng.chance(20) {
+        taints.push(json!({"key": "dedicated", "value": "infra", "effect": "NoSchedule"}));
+    }
+    if rng.chance(15) {
+        taints.push(json!({"key": "spot", "value": "true", "effect": "PreferNoSchedule"}));
+    }
+    if rng.chance(5) {
+        taints.push(json!({"key": "maintenance", "effect": "NoExecute"}));
+    }
+    let unschedulable = rng.chance(7);
+
+    // Two GiB of memory per CPU on every node, as every pod requests
+    // (see REQUESTS_IN_ONE_RATIO).
+    let mut sizes = [("2", "4Gi"), ("4", "8Gi"), ("4000m", "8Gi"), ("8", "16Gi")];
+    if ctx.ratio == Ratio::Free {
+        sizes[1].1 = "4Gi";
+        sizes[3].1 = "12Gi";
+    }
+    let (cpu, memory) = *rng.pick(&sizes);
+    let pods = if rng.chance(15) {
+        rng.range(1, 4).to_string()
+    } else {
+        "110".to_owned()
+    };
+    let allocatable =
+        json!({"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"});
+    let images: Vec<Value> = IMAGES
+        .iter()
+        .filter(|_| rng.chance(35))
+        .map(|(image, size)| json!({"names": [image], "sizeBytes": size}))
+        .collect();
+    from_json(json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints, "unschedulable": unschedulable},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "images": images,
+        },
+    }))
+}
+
+/// A volume of `zone` pre-bound to the claim `namespace/claim`: the zone
+/// as a label (VolumeZone), as required node affinity (VolumeBinding), or
+/// both.
+fn volume(name: &str, zone: &str, namespace: &str, claim: &str, how: usize, seed: u64) -> Value {
+    let mut labels = json!({"diff-seed": seed.to_string()});
+    if how != 1 {
+        labels[ZONE] = json!(zone);
+    }
+    let mut spec = json!({
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "hostPath": {"path": format!("/data/{name}")},
+        "persistentVolumeReclaimPolicy": "Retain",
+        "claimRef": {"namespace": namespace, "name": claim},
+    });
+    if how != 0 {
+        spec["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+        ]}});
+    }
+    json!({"metadata": {"name": name, "labels": labels}, "spec": spec})
+}
+
+fn claim(name: &str, namespace: &str, volume: Option<&str>) -> Value {
+    let mut claim = json!({
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    });
+    if let Some(volume) = volume {
+        claim["spec"]["volumeName"] = json!(volume);
+        claim["metadata"]["annotations"] = json!({"pv.kubernetes.io/bind-completed": "yes"});
+    }
+    claim
+}
+
+/// Zonal volumes with their bound claims, unbound claims, and the probe's
+/// pair last.
+fn storage(ctx: &mut Ctx, seed: u64) -> (Vec<PersistentVolume>, Vec<PersistentVolumeClaim>) {
+    let mut volumes = Vec::new();
+    let mut claims = Vec::new();
+    let count = ctx.rng.range(0, 4);
+    for i in 0..count {
+        let ns = ctx.rng.below(2);
+        let zone = *ctx.rng.pick(&ctx.zones);
+        let how = ctx.rng.below(3);
+        let name = format!("{}-pv{i}", ctx.prefix);
+        let claim_name = format!("data-{i}");
+        volumes.push(from_json(volume(
+            &name,
+            zone,
+            &ctx.namespaces[ns],
+            &claim_name,
+            how,
+            seed,
+        )));
+        claims.push(from_json(claim(
+            &claim_name,
+            &ctx.namespaces[ns],
+            Some(&name),
+        )));
+        ctx.bound_claims[ns].push(claim_name);
+    }
+    if ctx.rng.chance(30) {
+        let ns = ctx.rng.below(2);
+        claims.push(from_json(claim("unbound", &ctx.namespaces[ns], None)));
+        ctx.unbound_claims[ns].push("unbound".to_owned());
+    }
+    let probe = format!("{}-pv-probe", ctx.prefix);
+    volumes.push(from_json(volume(
+        &probe,
+        ctx.zones[0],
+        &ctx.namespaces[0],
+        "probe-data",
+        2,
+        seed,
+    )));
+    claims.push(from_json(claim(
+        "probe-data",
+        &ctx.namespaces[0],
+        Some(&probe),
+    )));
+    (volumes, claims)
+}
+
+/// The claim a pending pod in namespace `ns` mounts, if any: usually a
+/// bound one, sometimes an unbound or a missing one.
+fn pod_claim(ctx: &mut Ctx, ns: usize) -> Option<String> {
+    let claims = match ctx.rng.below(100) {
+        0..25 => &ctx.bound_claims[ns],
+        25..30 => &ctx.unbound_claims[ns],
+        30..32 => return Some("missing".to_owned()),
+        _ => return None,
+    };
+    (!claims.is_empty()).then(|| ctx.rng.pick(claims).clone())
+}
+
+/// Labels of a generated pod: an app, usually a version.
+fn pod_labels(rng: &mut Rng) -> serde_json::Map<String, Value> {
+    let mut labels = serde_json::Map::new();
+    labels.insert("app".into(), json!(*rng.pick(APPS)));
+    if rng.chance(80) {
+        labels.insert("version".into(), json!(*rng.pick(VERSIONS)));
+    }
+    labels
+}
+
+fn container(rng: &mut Rng, requests: &[(&str, &str)], ratio: Ratio, host_port: bool) -> Value {
+    let (mut cpu, mut memory) = *rng.pick(requests);
+    if ratio == Ratio::Free {
+        cpu = rng.pick(requests).0;
+        memory = rng.pick(requests).1;
+    }
+    let mut requests = serde_json::Map::new();
+    if !cpu.is_empty() {
+        requests.insert("cpu".into(), json!(cpu));
+    }
+    if !memory.is_empty() {
+        requests.insert("memory".into(), json!(memory));
+    }
+    let image = if rng.chance(70) {
+        rng.pick(IMAGES).0
+    } else {
+        "registry.example/other:9"
+    };
+    let mut value = json!({
+        "name": "main",
+        "image": image,
+        "resources": {"requests": requests},
+    });
+    if host_port {
+        value["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
+    }
+    value
+}
+
+/// A pod affinity term over the `app` label.
+fn affinity_term(ctx: &mut Ctx, labels: &serde_json::Map<String, Value>, own_ns: usize) -> Value {
+    let rng = &mut ctx.rng;
+    let app = *rng.pick(APPS);
+    let selector = if rng.chance(50) {
+        json!({"matchLabels": {"app": app}})
+    } else {
+        json!({"matchExpressions": [{"key": "app", "operator": "In", "values": [app, *rng.pick(APPS)]}]})
+    };
+    let key = if rng.chance(50) { HOSTNAME } else { ZONE };
+    let mut term = json!({"labelSelector": selector, "topologyKey": key});
+    match rng.below(10) {
+        0 => term["namespaces"] = json!([ctx.namespaces[1 - own_ns]]),
+        1 => term["namespaceSelector"] = json!({}),
+        2 => term["namespaceSelector"] = json!({"matchLabels": {"team": "b"}}),
+        _ => {}
+    }
+    if labels.contains_key("version") && rng.chance(25) {
+        term["matchLabelKeys"] = json!(["version"]);
+    }
+    term
+}
+
+fn weighted(ctx: &mut Ctx, labels: &serde_json::Map<String, Value>, own_ns: usize) -> Value {
+    let weight = ctx.rng.range(1, 100);
+    json!({"weight": weight, "podAffinityTerm": affinity_term(ctx, labels, own_ns)})
+}
+
+fn terms(
+    ctx: &mut Ctx,
+    labels: &serde_json::Map<String, Value>,
+    own_ns: usize,
+    weighted_terms: bool,
+) -> Vec<Value> {
+    let count = ctx.rng.range(1, 2);
+    (0..count)
+        .map(|_| {
+            if weighted_terms {
+                weighted(ctx, labels, own_ns)
+            } else {
+                affinity_term(ctx, labels, own_ns)
+            }
+        })
+        .collect()
+}
+
+fn existing_pod(ctx: &mut Ctx, index: usize) -> Pod {
+    let own_ns = ctx.rng.below(2);
+    let labels = pod_labels(&mut ctx.rng);
+    let node = ctx.rng.pick(&ctx.node_names).clone();
+    let host_port = ctx.rng.chance(10);
+    let main = container(&mut ctx.rng, &EXISTING_REQUESTS, ctx.ratio, host_port);
+    let mut affinity = serde_json::Map::new();
+    let mut pod_anti = serde_json::Map::new();
+    let mut pod_aff = serde_json::Map::new();
+    if ctx.rng.chance(15) {
+        pod_anti.insert(
+            "requiredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, false)),
+        );
+    }
+    if ctx.rng.chance(15) {
+        pod_anti.insert(
+            "preferredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, true)),
+        );
+    }
+    if ctx.rng.chance(10) {
+        pod_aff.insert(
+            "requiredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, false)),
+        );
+    }
+    if ctx.rng.chance(15) {
+        pod_aff.insert(
+            "preferredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, true)),
+        );
+    }
+    if !pod_anti.is_empty() {
+        affinity.insert("podAntiAffinity".into(), Value::Object(pod_anti));
+    }
+    if !pod_aff.is_empty() {
+        affinity.insert("podAffinity".into(), Value::Object(pod_aff));
+    }
+    from_json(json!({
+        "metadata": {"name": format!("e{index}"), "namespace": ctx.namespaces[own_ns], "labels": labels},
+        "spec": {
+            "nodeName": node,
+            "containers": [main],
+            "affinity": affinity,
+            "tolerations": [{"operator": "Exists"}],
+        },
+    }))
+}
+
+/// One node selector requirement over the node labels the generator writes.
+fn node_requirement(ctx: &mut Ctx) -> Value {
+    let rng = &mut ctx.rng;
+    match rng.below(7) {
+        0 => json!({"key": ZONE, "operator": "In", "values": [*rng.pick(&ctx.zones)]}),
+        1 => json!({"key": ZONE, "operator": "NotIn", "values": [*rng.pick(&ctx.zones)]}),
+        2 => json!({"key": "disk", "operator": "Exists"}),
+        3 => json!({"key": "disk", "operator": "DoesNotExist"}),
+        4 => json!({"key": "tier", "operator": "Gt", "values": [rng.range(1, 3).to_string()]}),
+        5 => json!({"key": "tier", "operator": "Lt", "values": [rng.range(2, 4).to_string()]}),
+        _ => json!({"key": "disk", "operator": "In", "values": ["ssd"]}),
+    }
+}
+
+fn node_term(ctx: &mut Ctx) -> Value {
+    let count = ctx.rng.range(1, 2);
+    let expressions: Vec<Value> = (0..count).map(|_| node_requirement(ctx)).collect();
+    json!({"matchExpressions": expressions})
+}
+
+fn node_affinity(ctx: &mut Ctx) -> Option<Value> {
+    let mut affinity = serde_json::Map::new();
+    if ctx.rng.chance(25) {
+        let count = ctx.rng.range(1, 2);
+        let mut node_terms: Vec<Value> = (0..count).map(|_| node_term(ctx)).collect();
+        if ctx.rng.chance(10) {
+            let name = ctx.rng.pick(&ctx.node_names).clone();
+            node_terms.push(json!({"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [name]}
+            ]}));
+        }
+        affinity.insert(
+            "requiredDuringSchedulingIgnoredDuringExecution".into(),
+            json!({"nodeSelectorTerms": node_terms}),
+        );
+    }
+    if ctx.rng.chance(30) {
+        let count = ctx.rng.range(1, 3);
+        let preferred: Vec<Value> = (0..count)
+            .map(|_| {
+                let weight = ctx.rng.range(1, 100);
+                json!({"weight": weight, "preference": node_term(ctx)})
+            })
+            .collect();
+        affinity.insert(
+            "preferredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(preferred),
+        );
+    }
+    (!affinity.is_empty()).then_some(Value::Object(affinity))
+}
+
+fn spread_constraints(ctx: &mut Ctx, labels: &serde_json::Map<String, Value>) -> Vec<Value> {
+    let mut keys = vec![HOSTNAME, ZONE];
+    if ctx.rng.chance(50) {
+        keys.swap(0, 1);
+    }
+    let count = ctx.rng.range(1, 2);
+    keys.into_iter()
+        .take(count)
+        .map(|key| {
+            let rng = &mut ctx.rng;
+            let hard = rng.chance(50);
+            let app = if rng.chance(75) {
+                labels["app"].clone()
+            } else {
+                json!(*rng.pick(APPS))
+            };
+            let mut constraint = json!({
+                "maxSkew": rng.range(1, 2),
+                "topologyKey": key,
+                "whenUnsatisfiable": if hard { "DoNotSchedule" } else { "ScheduleAnyway" },
+                "labelSelector": {"matchLabels": {"app": app}},
+            });
+            if hard && rng.chance(15) {
+                constraint["minDomains"] = json!(rng.range(2, 4));
+            }
+            if rng.chance(10) {
+                constraint["nodeAffinityPolicy"] = json!("Ignore");
+            }
+            if rng.chance(10) {
+                constraint["nodeTaintsPolicy"] = json!("Honor");
+            }
+            if labels.contains_key("version") && rng.chance(20) {
+                constraint["matchLabelKeys"] = json!(["version"]);
+            }
+            constraint
+        })
+        .collect()
+}
+
+fn tolerations(rng: &mut Rng) -> Vec<Value> {
+    let mut list = Vec::new();
+    if rng.chance(25) {
+        list.push(json!({"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}));
+    }
+    if rng.chance(20) {
+        list.push(json!({"key": "spot", "operator": "Exists"}));
+    }
+    if rng.chance(5) {
+        list.push(json!({"operator": "Exists"}));
+    }
+    list
+}
+
+fn pending_pod(ctx: &mut Ctx, index: usize) -> Pod {
+    let own_ns = ctx.rng.below(2);
+    let labels = pod_labels(&mut ctx.rng);
+    let host_port = ctx.rng.chance(10);
+    let main = container(&mut ctx.rng, &PENDING_REQUESTS, ctx.ratio, host_port);
+    let mut spec = json!({
+        "containers": [main],
+        "priorityClassName": ctx.rng.pick(PRIORITY_CLASSES).0,
+        "tolerations": tolerations(&mut ctx.rng),
+    });
+    if ctx.rng.chance(10) {
+        let (init_cpu, init_memory) = *ctx.rng.pick(&[("500m", "1Gi"), ("2", "4Gi")]);
+        spec["initContainers"] = json!([{
+            "name": "init",
+            "image": "registry.example/tool:3",
+            "resources": {"requests": {"cpu": init_cpu, "memory": init_memory}},
+        }]);
+    }
+    if ctx.rng.chance(10) {
+        spec["nodeSelector"] = json!({"disk": "ssd"});
+    }
+    let mut affinity = serde_json::Map::new();
+    if let Some(node) = node_affinity(ctx) {
+        affinity.insert("nodeAffinity".into(), node);
+    }
+    let mut pod_aff = serde_json::Map::new();
+    let mut pod_anti = serde_json::Map::new();
+    if ctx.rng.chance(15) {
+        pod_aff.insert(
+            "requiredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, false)),
+        );
+    }
+    if ctx.rng.chance(20) {
+        pod_aff.insert(
+            "preferredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, true)),
+        );
+    }
+    if ctx.rng.chance(20) {
+        pod_anti.insert(
+            "requiredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, false)),
+        );
+    }
+    if ctx.rng.chance(20) {
+        pod_anti.insert(
+            "preferredDuringSchedulingIgnoredDuringExecution".into(),
+            json!(terms(ctx, &labels, own_ns, true)),
+        );
+    }
+    if !pod_aff.is_empty() {
+        affinity.insert("podAffinity".into(), Value::Object(pod_aff));
+    }
+    if !pod_anti.is_empty() {
+        affinity.insert("podAntiAffinity".into(), Value::Object(pod_anti));
+    }
+    if !affinity.is_empty() {
+        spec["affinity"] = Value::Object(affinity);
+    }
+    if ctx.rng.chance(30) {
+        spec["topologySpreadConstraints"] = json!(spread_constraints(ctx, &labels));
+    }
+    if let Some(claim) = pod_claim(ctx, own_ns) {
+        spec["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
+    }
+    from_json(json!({
+        "metadata": {"name": format!("p{index}"), "namespace": ctx.namespaces[own_ns], "labels": labels},
+        "spec": spec,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube_scheduler_sim::resources::{node_allocatable, pod_requests};
+
+    const GIB: i64 = 1024 * 1024 * 1024;
+
+    /// REQUESTS_IN_ONE_RATIO, which keeps the 1.36 balanced-allocation
+    /// score out: 2 GiB per CPU everywhere, or no request at all.
+    #[test]
+    fn fixed_ratio_clusters_request_two_gib_per_cpu_everywhere() {
+        for seed in 0..200 {
+            let c = cluster(seed, Ratio::Fixed);
+            for node in &c.nodes {
+                let a = node_allocatable(node).ok().flatten().unwrap_or_default();
+                assert_eq!(
+                    a.memory * 1000,
+                    a.milli_cpu * 2 * GIB,
+                    "{:?}",
+                    node.metadata.name
+                );
+            }
+            for pod in c.existing.iter().chain(&c.pending) {
+                let r = pod_requests(pod).unwrap_or_default();
+                assert_eq!(
+                    r.memory * 1000,
+                    r.milli_cpu * 2 * GIB,
+                    "{:?}",
+                    pod.metadata.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_cluster() {
+        let a = cluster(7, Ratio::Fixed);
+        let b = cluster(7, Ratio::Fixed);
+        let json = |c: &Cluster| {
+            serde_json::to_string(&(
+                &c.nodes,
+                &c.services,
+                &c.volumes,
+                &c.claims,
+                &c.existing,
+                &c.pending,
+            ))
+            .ok()
+        };
+        assert_eq!(json(&a), json(&b));
+    }
+}

@@ -1,0 +1,579 @@
+//! `kube-scheduler-sim` against the real kube-scheduler, decision by
+//! decision.
+//!
+//! For each seed a random cluster ([`generate::cluster`]) is created in a
+//! bed running kube-scheduler; its pending pods are then created one at a
+//! time, and each decision of the real scheduler is compared with the
+//! simulator's evaluation of the same pod (as the API server returned it,
+//! defaults and the matchLabelKeys merge included) over the same objects:
+//!
+//! - bound: the node must be one of the simulator's feasible nodes with the
+//!   highest total score (kube-scheduler picks at random among ties); the
+//!   simulator then adds the pod where the real scheduler put it;
+//! - `PodScheduled=False`, reason `Unschedulable`: the condition's message
+//!   must be the simulator's FitError text, followed by the fixed text of
+//!   the preemption PostFilter for a pod that may not preempt
+//!   ([`PREEMPTION_NEVER`]), or, after a PreFilter rejection, by
+//!   [`PREFILTER_REJECTED`]. The pod is then deleted, so that no later event
+//!   lets the scheduler retry it.
+//!
+//! A bound pod whose node differs only because kube-scheduler 1.36 changed
+//! the NodeResourcesBalancedAllocation score ([`balance`]) is counted
+//! apart, as that known deviation; the generator keeps it out unless
+//! `SCHEDULER_DIFF_FREE_REQUESTS=1`.
+//!
+//! `SCHEDULER_DIFF_SEED=<n>` runs one seed (to reproduce a mismatch);
+//! `SCHEDULER_DIFF_SEEDS=<count>` runs seeds `SCHEDULER_DIFF_FIRST_SEED`
+//! (default 0) onwards; by default [`DEFAULT_SEEDS`] seeds run, which keeps
+//! the test under a minute on two cores.
+
+mod balance;
+#[path = "../common/mod.rs"]
+mod common;
+mod generate;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::start;
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube_scheduler_sim::{ClusterState, Options, ScheduleResult, StorageObjects, Workloads};
+use kube_testbed::Testbed;
+use serde_json::json;
+
+/// Seeds run when no variable says otherwise.
+const DEFAULT_SEEDS: u64 = 20;
+
+/// What kube-scheduler 1.37 appends to the FitError of a pod whose
+/// `preemptionPolicy` is `Never` (DefaultPreemption's PostFilter message).
+const PREEMPTION_NEVER: &str = " preemption: not eligible due to preemptionPolicy=Never.";
+
+/// What kube-scheduler 1.37 appends instead when a PreFilter rejected the
+/// pod: the PostFilter plugins run in order and DynamicResources, ahead of
+/// DefaultPreemption, cannot read the state its own PreFilter never wrote;
+/// that error (`not found`, the cycle state's `ErrNotFound`) ends the
+/// PostFilter phase.
+const PREFILTER_REJECTED: &str = " not found";
+
+/// How long one scheduling decision may take.
+const DECISION_LIMIT: Duration = Duration::from_secs(30);
+
+fn env_u64(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse() {
+        Ok(n) => Some(n),
+        Err(_) => panic!("{name}={value:?} is not a number"),
+    }
+}
+
+/// The generator's request ratio: `SCHEDULER_DIFF_FREE_REQUESTS=1` lifts
+/// the restriction that keeps the 1.36 NodeResourcesBalancedAllocation
+/// change out of the scores.
+fn ratio() -> generate::Ratio {
+    match env_u64("SCHEDULER_DIFF_FREE_REQUESTS") {
+        Some(1) => generate::Ratio::Free,
+        _ => generate::Ratio::Fixed,
+    }
+}
+
+/// The seeds to run, from the environment.
+fn seeds() -> Vec<u64> {
+    if let Some(seed) = env_u64("SCHEDULER_DIFF_SEED") {
+        return vec![seed];
+    }
+    let first = env_u64("SCHEDULER_DIFF_FIRST_SEED").unwrap_or(0);
+    let count = env_u64("SCHEDULER_DIFF_SEEDS").unwrap_or(DEFAULT_SEEDS);
+    (first..first + count).collect()
+}
+
+/// What the real scheduler did with a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Real {
+    /// Bound to this node.
+    Bound(String),
+    /// `PodScheduled=False`, reason `Unschedulable`, with this message.
+    Unschedulable(String),
+    /// `PodScheduled=False` with another reason (reason, message).
+    Other(String, String),
+}
+
+/// What the simulator says the real scheduler may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Expected {
+    /// Bind to one of these nodes (the feasible nodes of the highest total).
+    OneOf(Vec<String>),
+    /// Leave the pod pending with this condition message.
+    Unschedulable(String),
+    /// Fail with a pod-level error.
+    Error(String),
+}
+
+fn expected(result: &ScheduleResult) -> Expected {
+    if let Some(error) = &result.error {
+        return Expected::Error(error.clone());
+    }
+    if result.feasible.is_empty() {
+        let summary = result.summary.clone().unwrap_or_default();
+        let suffix = if rejected_in_pre_filter(&summary) {
+            PREFILTER_REJECTED
+        } else {
+            PREEMPTION_NEVER
+        };
+        return Expected::Unschedulable(format!("{summary}{suffix}"));
+    }
+    let best = result
+        .feasible
+        .iter()
+        .filter_map(|node| result.totals.get(node))
+        .max()
+        .copied();
+    let top = match best {
+        // Nothing scored (one feasible node): any feasible node.
+        None => result.feasible.clone(),
+        Some(best) => result
+            .feasible
+            .iter()
+            .filter(|node| result.totals.get(*node) == Some(&best))
+            .cloned()
+            .collect(),
+    };
+    Expected::OneOf(top)
+}
+
+/// Whether a FitError comes from a PreFilter: its text is that plugin's
+/// message, where the Filter phase's begins with a count of nodes
+/// (`0/3 nodes are available: 2 Insufficient cpu, ...`).
+fn rejected_in_pre_filter(summary: &str) -> bool {
+    summary
+        .split_once("nodes are available: ")
+        .is_some_and(|(_, rest)| !rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+fn agrees(expected: &Expected, real: &Real) -> bool {
+    match (expected, real) {
+        (Expected::OneOf(nodes), Real::Bound(node)) => nodes.contains(node),
+        (Expected::Unschedulable(want), Real::Unschedulable(got)) => want == got,
+        _ => false,
+    }
+}
+
+/// Counts over a run.
+#[derive(Debug, Default)]
+struct Tally {
+    seeds: u64,
+    decisions: u64,
+    bound: u64,
+    unschedulable: u64,
+    agreed: u64,
+    /// Placements that differ only by the 1.36 NodeResourcesBalancedAllocation
+    /// score ([`balance`]).
+    balance_since_1_36: u64,
+}
+
+fn metadata(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        ..Default::default()
+    }
+}
+
+async fn create_priority_classes(client: &kube::Client) {
+    let classes: Api<PriorityClass> = Api::all(client.clone());
+    for (name, value) in generate::PRIORITY_CLASSES {
+        let class = PriorityClass {
+            metadata: metadata(name),
+            value: *value,
+            preemption_policy: Some("Never".to_owned()),
+            ..Default::default()
+        };
+        if let Err(error) = classes.create(&PostParams::default(), &class).await {
+            panic!("creating PriorityClass {name}: {error}");
+        }
+    }
+}
+
+/// Polls the pod until the scheduler has decided.
+async fn decision(pods: &Api<Pod>, name: &str) -> Real {
+    let started = Instant::now();
+    loop {
+        if let Ok(pod) = pods.get(name).await {
+            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                return Real::Bound(node);
+            }
+            let condition = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+                .filter(|c| c.status == "False");
+            if let Some(c) = condition {
+                let reason = c.reason.clone().unwrap_or_default();
+                let message = c.message.clone().unwrap_or_default();
+                return if reason == "Unschedulable" {
+                    Real::Unschedulable(message)
+                } else {
+                    Real::Other(reason, message)
+                };
+            }
+        }
+        assert!(
+            started.elapsed() < DECISION_LIMIT,
+            "kube-scheduler decided nothing about {name} in {DECISION_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the scheduler's cache holds exactly the `nodes` of this
+/// seed (the previous seed's are deleted): a probe pod that fits no node
+/// must be refused by `nodes` nodes. Pods created before the probe are in
+/// the cache once the probe is seen, as one informer delivers them in
+/// order; the probe mounts the claim created last (`probe-data`), bound to
+/// the volume created last, so that the claim and volume caches are
+/// checked the same way (a missing one fails the volume PreFilters with
+/// another message).
+async fn wait_for_scheduler_cache(pods: &Api<Pod>, nodes: usize) {
+    let want = format!(
+        "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector.{PREEMPTION_NEVER}"
+    );
+    let mut last = Real::Other(String::new(), String::new());
+    for attempt in 0..50 {
+        let name = format!("probe-{attempt}");
+        let probe: Pod = match serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "containers": [{"name": "main", "image": "registry.example/tool:3"}],
+                "nodeSelector": {"diff-probe": "nowhere"},
+                "tolerations": [{"operator": "Exists"}],
+                "priorityClassName": generate::PRIORITY_CLASSES[0].0,
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "probe-data"}}],
+            },
+        })) {
+            Ok(probe) => probe,
+            Err(error) => panic!("the probe pod: {error}"),
+        };
+        if let Err(error) = pods.create(&PostParams::default(), &probe).await {
+            panic!("creating the probe pod: {error}");
+        }
+        last = decision(pods, &name).await;
+        delete_pod(pods, &name).await;
+        if last == Real::Unschedulable(want.clone()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the scheduler's cache never held the {nodes} nodes of the seed; the probe got {last:?}"
+    );
+}
+
+async fn delete_pod(pods: &Api<Pod>, name: &str) {
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    if let Err(error) = pods.delete(name, &now).await {
+        panic!("deleting pod {name}: {error}");
+    }
+}
+
+/// One mismatch, with what it takes to reproduce it.
+fn report(seed: u64, pod: &Pod, result: &ScheduleResult, want: &Expected, real: &Real) -> String {
+    let pod_json = serde_json::to_string_pretty(pod).unwrap_or_default();
+    let result_json = serde_json::to_string_pretty(result).unwrap_or_default();
+    format!(
+        "seed {seed}: pod {}\n  simulator expects: {want:?}\n  real kube-scheduler: {real:?}\n  \
+         reproduce: SCHEDULER_DIFF_SEED={seed} cargo test -p kube-testbed --test scheduler_diff\n\
+         --- pod as created ---\n{pod_json}\n--- simulator (per-node verdicts and scores) ---\n{result_json}\n",
+        result.pod
+    )
+}
+
+/// Creates the cluster of `seed`, schedules its pending pods one by one,
+/// compares each decision, and removes the seed's objects again.
+async fn run_seed(
+    client: &kube::Client,
+    seed: u64,
+    ratio: generate::Ratio,
+    tally: &mut Tally,
+    mismatches: &mut Vec<String>,
+) {
+    let cluster = generate::cluster(seed, ratio);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let nodes: Api<Node> = Api::all(client.clone());
+    let post = PostParams::default();
+    for namespace in &cluster.namespaces {
+        if let Err(error) = namespaces.create(&post, namespace).await {
+            panic!("seed {seed}: creating a namespace: {error}");
+        }
+    }
+    // Services first: nothing else tells when the scheduler's Service
+    // informer has them, and everything below takes a while.
+    let mut created_services = Vec::new();
+    for service in &cluster.services {
+        let services: Api<Service> = Api::namespaced(
+            client.clone(),
+            service.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        match services.create(&post, service).await {
+            Ok(service) => created_services.push(service),
+            Err(error) => panic!(
+                "seed {seed}: creating service {:?}: {error}",
+                service.metadata.name
+            ),
+        }
+    }
+    let mut created_nodes = Vec::new();
+    for node in &cluster.nodes {
+        match nodes.create(&post, node).await {
+            Ok(node) => created_nodes.push(node),
+            Err(error) => panic!(
+                "seed {seed}: creating node {:?}: {error}",
+                node.metadata.name
+            ),
+        }
+    }
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let mut created_volumes = Vec::new();
+    for volume in &cluster.volumes {
+        match volumes.create(&post, volume).await {
+            Ok(volume) => created_volumes.push(volume),
+            Err(error) => panic!(
+                "seed {seed}: creating volume {:?}: {error}",
+                volume.metadata.name
+            ),
+        }
+    }
+    let mut created_claims = Vec::new();
+    for claim in &cluster.claims {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(
+            client.clone(),
+            claim.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        match claims.create(&post, claim).await {
+            Ok(claim) => created_claims.push(claim),
+            Err(error) => panic!(
+                "seed {seed}: creating claim {:?}: {error}",
+                claim.metadata.name
+            ),
+        }
+    }
+    let pods_of = |pod: &Pod| -> Api<Pod> {
+        Api::namespaced(
+            client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        )
+    };
+    let mut existing = Vec::new();
+    for pod in &cluster.existing {
+        match pods_of(pod).create(&post, pod).await {
+            Ok(pod) => existing.push(pod),
+            Err(error) => panic!("seed {seed}: creating pod {:?}: {error}", pod.metadata.name),
+        }
+    }
+    let first_namespace: Api<Pod> = Api::namespaced(
+        client.clone(),
+        cluster.namespaces[0]
+            .metadata
+            .name
+            .as_deref()
+            .unwrap_or("default"),
+    );
+    wait_for_scheduler_cache(&first_namespace, created_nodes.len()).await;
+
+    let all_namespaces = match namespaces.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(error) => panic!("listing namespaces: {error}"),
+    };
+    let allocatable: BTreeMap<String, balance::CpuMemory> = created_nodes
+        .iter()
+        .map(|n| {
+            (
+                n.metadata.name.clone().unwrap_or_default(),
+                balance::allocatable(n),
+            )
+        })
+        .collect();
+    // The actual requests of the pods on each node, for the 1.36 score.
+    let mut on_node: BTreeMap<String, balance::CpuMemory> = BTreeMap::new();
+    let add_to_node = |on_node: &mut BTreeMap<String, balance::CpuMemory>, pod: &Pod| {
+        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            let (cpu, memory) = balance::requests(pod);
+            let entry = on_node.entry(node).or_default();
+            *entry = (entry.0 + cpu, entry.1 + memory);
+        }
+    };
+    for pod in &existing {
+        add_to_node(&mut on_node, pod);
+    }
+    let mut sim = ClusterState::new(&created_nodes, &all_namespaces, &existing, true);
+    sim.add_workloads(&Workloads {
+        services: created_services.clone(),
+        ..Default::default()
+    });
+    sim.set_storage(&StorageObjects {
+        claims: created_claims,
+        volumes: created_volumes,
+        ..Default::default()
+    });
+    assert_eq!(
+        sim.node_count(),
+        created_nodes.len(),
+        "seed {seed}: the simulator refused a node"
+    );
+    assert_eq!(
+        sim.pod_count(),
+        existing.len(),
+        "seed {seed}: the simulator refused a bound pod"
+    );
+    let options = Options::default();
+    tally.seeds += 1;
+    for pod in &cluster.pending {
+        let api = pods_of(pod);
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let created = match api.create(&post, pod).await {
+            Ok(pod) => pod,
+            Err(error) => panic!("seed {seed}: creating pod {name}: {error}"),
+        };
+        let result = match sim.evaluate(&created, &options) {
+            Ok(result) => result,
+            Err(error) => panic!("seed {seed}: the simulator failed on {name}: {error}"),
+        };
+        let want = expected(&result);
+        let real = decision(&api, &name).await;
+        tally.decisions += 1;
+        if agrees(&want, &real) {
+            tally.agreed += 1;
+        } else if let Real::Bound(node) = &real
+            && balance::top_nodes_since_1_36(
+                &result,
+                balance::requests(&created),
+                &on_node,
+                &allocatable,
+            )
+            .is_some_and(|top| top.contains(node))
+        {
+            tally.balance_since_1_36 += 1;
+            println!(
+                "seed {seed}: {} on {node}: explained by the 1.36 NodeResourcesBalancedAllocation score (simulator: {want:?})",
+                result.pod
+            );
+        } else {
+            mismatches.push(report(seed, &created, &result, &want, &real));
+        }
+        match &real {
+            Real::Bound(node) => {
+                tally.bound += 1;
+                let mut bound = created.clone();
+                if let Some(spec) = bound.spec.as_mut() {
+                    spec.node_name = Some(node.clone());
+                }
+                if let Err(error) = sim.add_pod(&bound) {
+                    panic!("seed {seed}: the simulator refused the bound pod {name}: {error}");
+                }
+                add_to_node(&mut on_node, &bound);
+            }
+            _ => {
+                tally.unschedulable += 1;
+                delete_pod(&api, &name).await;
+            }
+        }
+    }
+
+    // Remove the seed's pods and nodes; the namespaces stay (there is no
+    // namespace controller to finish their deletion) and hold nothing.
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    for namespace in &cluster.namespaces {
+        let name = namespace.metadata.name.as_deref().unwrap_or("default");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), name);
+        if let Err(error) = pods.delete_collection(&now, &ListParams::default()).await {
+            panic!("seed {seed}: deleting the pods of {name}: {error}");
+        }
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), name);
+        if let Err(error) = claims.delete_collection(&now, &ListParams::default()).await {
+            panic!("seed {seed}: deleting the claims of {name}: {error}");
+        }
+    }
+    for service in &created_services {
+        let (Some(namespace), Some(name)) = (&service.metadata.namespace, &service.metadata.name)
+        else {
+            continue;
+        };
+        let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+        if let Err(error) = services.delete(name, &now).await {
+            panic!("seed {seed}: deleting service {name}: {error}");
+        }
+    }
+    let seed_nodes = ListParams::default().labels(&format!("diff-seed={seed}"));
+    if let Err(error) = nodes.delete_collection(&now, &seed_nodes).await {
+        panic!("seed {seed}: deleting its nodes: {error}");
+    }
+    if let Err(error) = volumes.delete_collection(&now, &seed_nodes).await {
+        panic!("seed {seed}: deleting its volumes: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let seeds = seeds();
+    let ratio = ratio();
+    let started = Instant::now();
+    let bed = start(Testbed::builder().with_scheduler()).await;
+    let client = bed.client();
+    create_priority_classes(&client).await;
+    let mut tally = Tally::default();
+    let mut mismatches = Vec::new();
+    for seed in &seeds {
+        let before = mismatches.len();
+        run_seed(&client, *seed, ratio, &mut tally, &mut mismatches).await;
+        println!(
+            "seed {seed}: {} mismatch(es), {} decisions so far",
+            mismatches.len() - before,
+            tally.decisions
+        );
+    }
+    println!(
+        "scheduler diff ({ratio:?} requests): {} seeds ({}..={}), {} decisions ({} bound, {} unschedulable), {} agreed, {} explained by the 1.36 balanced-allocation score, {} mismatches, {:.1} s",
+        tally.seeds,
+        seeds.first().copied().unwrap_or_default(),
+        seeds.last().copied().unwrap_or_default(),
+        tally.decisions,
+        tally.bound,
+        tally.unschedulable,
+        tally.agreed,
+        tally.balance_since_1_36,
+        mismatches.len(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("generator restrictions (known deviations):");
+    for deviation in generate::KNOWN_DEVIATIONS {
+        println!("  - {deviation}");
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} decisions differ from the real kube-scheduler:\n{}",
+        mismatches.len(),
+        tally.decisions,
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn pre_filter_rejections_are_told_from_filter_ones_by_their_text() {
+    assert!(rejected_in_pre_filter(
+        "0/3 nodes are available: persistentvolumeclaim \"missing\" not found."
+    ));
+    assert!(!rejected_in_pre_filter(
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)."
+    ));
+}
