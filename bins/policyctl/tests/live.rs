@@ -1083,3 +1083,45 @@ async fn a_page_slower_than_the_request_timeout_is_an_error() {
     assert!(run.stderr.contains("no answer within 1s"), "{}", run.stderr);
     assert!(started.elapsed() < std::time::Duration::from_secs(8));
 }
+
+/// Commands that read the node-agent configuration but list no
+/// Deployments read just the Velero server's, for the Velero version its
+/// image names (`--velero-version` overrides it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_mode_reads_the_velero_version_from_the_server_image() {
+    let mut objects = objects_of(&example_files("cluster"));
+    objects.push(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "velero", "namespace": "velero"},
+        "spec": {
+            "selector": {"matchLabels": {"component": "velero"}},
+            "template": {
+                "metadata": {"labels": {"component": "velero"}},
+                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.17.2"}]}
+            }
+        }
+    }));
+    let cluster = Cluster::new(&objects, &[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let detected = live(&server, &["config", "check", "-o", "json"]).await;
+    assert_eq!(detected.code, 0, "{}", detected.stderr);
+    let document: Value = serde_json::from_str(&detected.stdout).unwrap();
+    assert_eq!(document["veleroVersion"], "1.17.2", "{document}");
+    let table = live(&server, &["config", "check"]).await;
+    assert!(
+        table
+            .stdout
+            .contains("Read as Velero 1.17.2 reads it (the image of Deployment velero/velero)\n"),
+        "{}",
+        table.stdout
+    );
+    let flag = live(
+        &server,
+        &["--velero-version", "main", "config", "check", "-o", "json"],
+    )
+    .await;
+    let document: Value = serde_json::from_str(&flag.stdout).unwrap();
+    assert_eq!(document["veleroVersion"], "main");
+    cluster.assert_read_only();
+}

@@ -88,7 +88,7 @@ pub fn load(
         let (client, server) = client(&global.live).await?;
         let mut inventory = Inventory::default();
         inventory.reading.live = true;
-        for kind in kinds {
+        for kind in kinds.iter().copied() {
             // The node-agent ConfigMap may be named in another namespace
             // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
             // So may the HostInventory ConfigMap
@@ -130,6 +130,23 @@ pub fn load(
                     );
                 }
             }
+        }
+        // The Velero server's image says which Velero version the answers
+        // follow; commands that do not list Deployments read just that one.
+        if global.velero_version.is_none()
+            && kinds.contains(&Kind::ConfigMap)
+            && !kinds.contains(&Kind::Deployment)
+            && !kinds::reads_host_inventory(command)
+        {
+            let listed = List {
+                client: &client,
+                server: &server,
+                resource: Kind::Deployment.resource(),
+                namespace: &namespace,
+                chunk_size: 1,
+                timeout: global.live.request_timeout,
+            };
+            listed.add_velero_deployment(&mut inventory).await;
         }
         Ok(inventory)
     })
@@ -295,6 +312,26 @@ impl List<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Adds the Velero server Deployment (`velero` in this namespace) when
+    /// the server gives it; anything else (forbidden, absent, slow) leaves
+    /// the version to its default, which the output states.
+    async fn add_velero_deployment(&self, inventory: &mut Inventory) {
+        let path = format!("/apis/apps/v1/namespaces/{}/deployments", self.namespace);
+        let params = ListParams::default().fields("metadata.name=velero");
+        let Ok(request) = kube::core::Request::new(&path).list(&params) else {
+            return;
+        };
+        if let Ok(page) = self.page(request).await {
+            let origin = Origin {
+                file: format!("{}{path} (live)", self.server),
+                document: 1,
+                item: None,
+            };
+            // A page the reader refuses only loses the version hint.
+            let _ = manifest::add_value(inventory, origin, page);
+        }
     }
 
     /// Every page of one list, following `continue`.
