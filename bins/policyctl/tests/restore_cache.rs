@@ -137,3 +137,83 @@ fn a_small_restore_gets_none_and_an_immediate_cache_class_is_a_warning() {
         "{large}"
     );
 }
+
+/// A restore pod already created with its cache claim: `diagnose` checks
+/// the claim like any volume, so a cache volume provisioned away from the
+/// pinned node is named as the reason.
+#[test]
+fn diagnose_names_a_cache_volume_provisioned_away_from_the_pinned_node() {
+    let objects = "apiVersion: v1
+kind: Node
+metadata: {name: worker-1, labels: {kubernetes.io/hostname: worker-1, kubernetes.io/os: linux}}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: worker-2, labels: {kubernetes.io/hostname: worker-2, kubernetes.io/os: linux}}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: scratch}
+provisioner: local.csi.example.com
+volumeBindingMode: Immediate
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-cache}
+spec:
+  capacity: {storage: 6Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: scratch
+  claimRef: {namespace: velero, name: restore-shop-x7k2p-cache}
+  csi: {driver: local.csi.example.com, volumeHandle: cache-1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: kubernetes.io/hostname, operator: In, values: [worker-2]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: restore-shop-x7k2p-cache, namespace: velero}
+spec: {storageClassName: scratch, volumeName: pv-cache, accessModes: [ReadWriteOnce], resources: {requests: {storage: 6Gi}}}
+status: {phase: Bound}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: restore-shop-x7k2p
+  namespace: velero
+  labels: {velero.io/exposer-pod-group: data-mover-restore}
+spec:
+  nodeSelector: {kubernetes.io/hostname: worker-1}
+  containers: [{name: restore, image: velero/velero:v1.18.3}]
+  volumes:
+  - name: cachedir
+    persistentVolumeClaim: {claimName: restore-shop-x7k2p-cache}
+status: {phase: Pending}
+";
+    let run = run_with_stdin(
+        &[
+            "-f",
+            "-",
+            "diagnose",
+            "--pod",
+            "velero/restore-shop-x7k2p",
+            "-o",
+            "json",
+        ],
+        objects,
+    );
+    let document: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {} {}", run.stdout, run.stderr));
+    let problems = document["nodes"]["worker-1"]["problems"].to_string();
+    assert!(
+        problems.contains(
+            "PersistentVolumeClaim restore-shop-x7k2p-cache is bound to PersistentVolume pv-cache, whose spec.nodeAffinity does not match the node's labels"
+        ),
+        "{document}"
+    );
+    assert_eq!(document["nodes"]["worker-1"]["fits"], false, "{document}");
+}
