@@ -86,19 +86,24 @@ const INVENTORY_OPTIONS: &[&str] = &["inventory_config_map", "inventory_key"];
 const LIVE_OPTIONS: &[&str] = &["kubeconfig", "context", "live", "namespace", "chunk_size"];
 
 /// Global options (argument ids) that commands do not read, by command
-/// path: `host-labels sanitize` reads no objects, `rbac` only Velero's
-/// namespace, `hosts` a HostInventory (never the node-agent
-/// configuration), and only `hosts`, `host-labels`, `modules` and `report`
-/// read a HostInventory.
+/// path: `queue`, `schedule`, `capacity`, `host-labels`, `modules` and
+/// `hosts` read no node-agent configuration, `host-labels sanitize` reads
+/// no objects, `rbac` only where the named ConfigMaps live, and only
+/// `hosts`, `host-labels`, `modules` and `report` read a HostInventory.
 pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
     (&["config", "check"], INVENTORY_OPTIONS),
     (&["concurrency"], INVENTORY_OPTIONS),
     (&["affinity"], INVENTORY_OPTIONS),
     (&["queue"], INVENTORY_OPTIONS),
+    (&["queue"], CONFIG_OPTIONS),
     (&["soothe"], INVENTORY_OPTIONS),
     (&["schedule"], INVENTORY_OPTIONS),
+    (&["schedule"], CONFIG_OPTIONS),
     (&["capacity"], INVENTORY_OPTIONS),
+    (&["capacity"], CONFIG_OPTIONS),
     (&["diagnose"], INVENTORY_OPTIONS),
+    (&["host-labels"], CONFIG_OPTIONS),
+    (&["modules"], CONFIG_OPTIONS),
     (&["host-labels", "sanitize"], INPUT_OPTIONS),
     (&["host-labels", "sanitize"], LIVE_OPTIONS),
     (&["rbac"], RBAC_UNREAD_INPUT_OPTIONS),

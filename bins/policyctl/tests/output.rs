@@ -116,6 +116,7 @@ fn each_command_lists_only_the_options_it_reads() {
                 "--kubeconfig",
             ],
         ),
+        (&["schedule"], &["--filename", "--live", "--kubeconfig"]),
         (&["report"], &flags),
     ];
     for (path, expected) in listed {
