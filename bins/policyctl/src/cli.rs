@@ -83,7 +83,14 @@ const CONFIG_OPTIONS: &[&str] = &["config", "config_map", "velero_version"];
 const INVENTORY_OPTIONS: &[&str] = &["inventory_config_map", "inventory_key"];
 
 /// The options of live mode.
-const LIVE_OPTIONS: &[&str] = &["kubeconfig", "context", "live", "namespace", "chunk_size"];
+const LIVE_OPTIONS: &[&str] = &[
+    "kubeconfig",
+    "context",
+    "live",
+    "namespace",
+    "chunk_size",
+    "request_timeout",
+];
 
 /// Global options (argument ids) that commands do not read, by command
 /// path: `queue`, `schedule`, `capacity`, `host-labels`, `modules` and
@@ -106,8 +113,19 @@ pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
     (&["modules"], CONFIG_OPTIONS),
     (&["host-labels", "sanitize"], INPUT_OPTIONS),
     (&["host-labels", "sanitize"], LIVE_OPTIONS),
+    (&["host-labels", "sanitize"], &["allow_partial"]),
     (&["rbac"], RBAC_UNREAD_INPUT_OPTIONS),
-    (&["rbac"], &["kubeconfig", "context", "live", "chunk_size"]),
+    (
+        &["rbac"],
+        &[
+            "kubeconfig",
+            "context",
+            "live",
+            "chunk_size",
+            "request_timeout",
+            "allow_partial",
+        ],
+    ),
     (&["hosts"], CONFIG_OPTIONS),
     (&["hosts", "plan"], CONFIG_OPTIONS),
     (&["hosts", "rebalance"], CONFIG_OPTIONS),

@@ -78,6 +78,8 @@ fn each_command_lists_only_the_options_it_reads() {
         "--kubeconfig",
         "--inventory-config-map <",
         "--inventory-key <KEY>",
+        "--allow-partial",
+        "--request-timeout",
     ];
     // Each command path with the flags of `flags` its help lists: `rbac`
     // reads where the named ConfigMaps live, `hosts` reads objects (its
@@ -94,6 +96,8 @@ fn each_command_lists_only_the_options_it_reads() {
                 "--kubeconfig",
                 "--inventory-config-map <",
                 "--inventory-key <KEY>",
+                "--allow-partial",
+                "--request-timeout",
             ],
         ),
         (
@@ -104,6 +108,8 @@ fn each_command_lists_only_the_options_it_reads() {
                 "--kubeconfig",
                 "--inventory-config-map <",
                 "--inventory-key <KEY>",
+                "--allow-partial",
+                "--request-timeout",
             ],
         ),
         (
@@ -114,9 +120,20 @@ fn each_command_lists_only_the_options_it_reads() {
                 "--config-map",
                 "--live",
                 "--kubeconfig",
+                "--allow-partial",
+                "--request-timeout",
             ],
         ),
-        (&["schedule"], &["--filename", "--live", "--kubeconfig"]),
+        (
+            &["schedule"],
+            &[
+                "--filename",
+                "--live",
+                "--kubeconfig",
+                "--allow-partial",
+                "--request-timeout",
+            ],
+        ),
         (&["report"], &flags),
     ];
     for (path, expected) in listed {
