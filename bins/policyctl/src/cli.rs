@@ -60,7 +60,11 @@ const INPUT_OPTIONS: &[&str] = &[
     "max_input_bytes",
     "config",
     "config_map",
+    "maintenance_config_map",
 ];
+
+/// The configuration options `hosts` never reads.
+const HOSTS_UNREAD: &[&str] = &["config", "config_map", "maintenance_config_map"];
 
 /// The options of live mode.
 const LIVE_OPTIONS: &[&str] = &["kubeconfig", "context", "live", "namespace", "chunk_size"];
@@ -74,13 +78,13 @@ pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
     (&["host-labels", "sanitize"], LIVE_OPTIONS),
     (&["rbac"], INPUT_OPTIONS),
     (&["rbac"], &["kubeconfig", "context", "live", "chunk_size"]),
-    (&["hosts"], &["config", "config_map"]),
+    (&["hosts"], HOSTS_UNREAD),
     (&["hosts"], LIVE_OPTIONS),
-    (&["hosts", "plan"], &["config", "config_map"]),
+    (&["hosts", "plan"], HOSTS_UNREAD),
     (&["hosts", "plan"], LIVE_OPTIONS),
-    (&["hosts", "rebalance"], &["config", "config_map"]),
+    (&["hosts", "rebalance"], HOSTS_UNREAD),
     (&["hosts", "rebalance"], LIVE_OPTIONS),
-    (&["hosts", "scale-down"], &["config", "config_map"]),
+    (&["hosts", "scale-down"], HOSTS_UNREAD),
     (&["hosts", "scale-down"], LIVE_OPTIONS),
 ];
 
@@ -173,6 +177,19 @@ pub struct GlobalArgs {
         value_name = "[NAMESPACE/]NAME"
     )]
     pub config_map: Option<ConfigMapRef>,
+
+    /// The repository-maintenance job ConfigMap among the input objects
+    /// (Velero's `--repo-maintenance-job-configmap`): `NAME` in any
+    /// namespace, or `NAMESPACE/NAME`. Default `repo-maintenance-job-config`
+    /// (the name Velero's documentation uses), and Velero's defaults when
+    /// there is none; a ConfigMap named here must exist.
+    #[arg(
+        long = "maintenance-config-map",
+        global = true,
+        env = "POLICYCTL_MAINTENANCE_CONFIG_MAP",
+        value_name = "[NAMESPACE/]NAME"
+    )]
+    pub maintenance_config_map: Option<ConfigMapRef>,
 
     /// Accept an answer built without a kind it depends on (one the user
     /// may not list, or whose listing failed): exit 0 instead of 3. The
@@ -351,6 +368,11 @@ pub enum Command {
     HostLabels(HostLabelsArgs),
     /// Why a Pending pod (a data-mover pod especially) does not schedule.
     Diagnose(DiagnoseArgs),
+    /// Velero's repository-maintenance jobs: for every BackupRepository, the
+    /// configuration entries it reads, the job's affinity, resources,
+    /// priority class, labels and annotations, the nodes it can run on, and
+    /// why not on the others when none can.
+    Maintenance,
     /// CAPV's vSphere cluster modules of a cluster: which CAPV creates,
     /// deletes and keeps, each Machine's module, which members share an ESXi
     /// host, and the vMotions that would spread them.

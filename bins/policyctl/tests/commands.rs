@@ -112,7 +112,14 @@ fn every_contract_key_is_present() {
             .cloned()
             .collect()
     };
-    assert_eq!(keys(&json(&["config", "check"])), ["config", "findings"]);
+    assert_eq!(
+        keys(&json(&["config", "check"])),
+        ["config", "findings", "maintenance"]
+    );
+    assert_eq!(
+        keys(&json(&["maintenance"])),
+        ["configMap", "findings", "repositories"]
+    );
     assert_eq!(keys(&json(&["concurrency"])), ["global", "nodes"]);
     assert_eq!(
         keys(&json(&[

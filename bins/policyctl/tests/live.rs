@@ -299,6 +299,7 @@ async fn every_command_live_is_byte_identical_to_dash_f_on_the_same_objects() {
             ],
             &["host-labels", "-o", "json"],
             &["host-labels", "--sync-machine-labels", "-o", "json"],
+            &["maintenance", "-o", "json"],
             &[
                 "diagnose",
                 "--pod",
@@ -881,6 +882,7 @@ async fn forbidden_velero_kinds_mark_the_sections_that_need_them() {
         document["incomplete"],
         json!({
             "dataMovers": ["DataDownload", "DataUpload"],
+            "maintenance": ["BackupRepository"],
             "queue": ["Backup"],
             "soothe": ["DataDownload", "DataUpload", "PodVolumeBackup", "PodVolumeRestore"],
         })
@@ -898,7 +900,7 @@ async fn forbidden_velero_kinds_mark_the_sections_that_need_them() {
         "incomplete: Backup (forbidden) could not be read; this section shows only what was read"
     );
     assert!(
-        table.stdout.starts_with("INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore\n  Sections that may be wrong: Data-mover pods of pending loads, Backup queue, Load admission.\n"),
+        table.stdout.starts_with("INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, BackupRepository, DataDownload, DataUpload, PodVolumeBackup,\n    PodVolumeRestore\n  Sections that may be wrong: Data-mover pods of pending loads, Backup queue, Load admission, Repository-maintenance\n    jobs.\n"),
         "{}",
         table.stdout
     );

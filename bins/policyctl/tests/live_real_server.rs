@@ -50,6 +50,7 @@ const COMMANDS: &[&[&str]] = &[
     &["host-labels", "--sync-machine-labels"],
     &["diagnose", "--pod", "velero/nightly-apps-20260520-c7d5n"],
     &["modules"],
+    &["maintenance"],
 ];
 
 /// Options that change what a command computes from the same objects, in
@@ -1385,6 +1386,7 @@ async fn only_velero_kinds_forbidden_marks_the_sections_that_read_them() {
         document["incomplete"],
         json!({
             "dataMovers": ["DataDownload", "DataUpload"],
+            "maintenance": ["BackupRepository"],
             "queue": ["Backup"],
             "soothe": ["DataDownload", "DataUpload", "PodVolumeBackup", "PodVolumeRestore"],
         })

@@ -48,6 +48,12 @@ pub enum FindingKind {
     Ineffective,
     /// A name or label that the API server rejects.
     InvalidName,
+    /// A repository-maintenance entry that does not decode (R5.5).
+    Undecodable,
+    /// A repository-maintenance entry no BackupRepository reads (R5.2).
+    UnknownEntry,
+    /// A priority class that names no PriorityClass of the input (R5.11).
+    MissingPriorityClass,
 }
 
 /// One problem found in a configuration.

@@ -171,16 +171,32 @@ pub fn load_json_bytes(bytes: &[u8]) -> Result<Loaded, LoadError> {
 }
 
 fn load_text(origin: &str, text: &str) -> Result<Loaded, LoadError> {
+    let (config, mut findings) = decode::<NodeAgentConfig>(origin, text, NODE_AGENT_CONFIG)?;
+    findings.extend(validate(&config));
+    Ok(Loaded { config, findings })
+}
+
+/// Decodes one JSON document of the given schema with Go's rules (the
+/// module documentation of [`load_json`]): the typed value and the loading
+/// warnings (unknown and mis-cased keys), or why it does not decode. Shared
+/// by the node-agent configuration and the repository-maintenance job
+/// configuration, whose values Velero decodes the same way.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    origin: &str,
+    text: &str,
+    root: &'static [Field],
+) -> Result<(T, Vec<Finding>), LoadError> {
     let tree = parse(origin, text)?;
     let mut normaliser = Normaliser {
         origin,
+        root,
         findings: Vec::new(),
     };
     let value = match tree {
         Json::Null => Value::Object(serde_json::Map::new()),
         Json::Object(_) => {
             let mut path = Vec::new();
-            normaliser.object(tree, NODE_AGENT_CONFIG, &mut path)?
+            normaliser.object(tree, root, &mut path)?
         }
         other => {
             return Err(LoadError::NotAnObject {
@@ -189,7 +205,7 @@ fn load_text(origin: &str, text: &str) -> Result<Loaded, LoadError> {
             });
         }
     };
-    let config: NodeAgentConfig = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+    let config: T = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
         let found = lookup(&value, e.path())
             .map(short)
@@ -201,9 +217,7 @@ fn load_text(origin: &str, text: &str) -> Result<Loaded, LoadError> {
             found,
         }
     })?;
-    let mut findings = normaliser.findings;
-    findings.extend(validate(&config));
-    Ok(Loaded { config, findings })
+    Ok((config, normaliser.findings))
 }
 
 fn parse(origin: &str, text: &str) -> Result<Json, LoadError> {
@@ -393,6 +407,8 @@ impl<'de> Visitor<'de> for JsonVisitor {
 /// Applies Go's decoding rules for keys and nulls, collecting warnings.
 struct Normaliser<'a> {
     origin: &'a str,
+    /// The document's schema (for "did you mean" across the document).
+    root: &'static [Field],
     findings: Vec<Finding>,
 }
 
@@ -542,9 +558,10 @@ impl Normaliser<'_> {
         let here = display_path(path);
         let folded = fold(key);
         let mut message = format!("unknown key {key:?}");
-        if let Some(hint) = known_mistake(key) {
+        let node_agent = std::ptr::eq(self.root, NODE_AGENT_CONFIG);
+        if let Some(hint) = known_mistake(key).filter(|_| node_agent) {
             message.push_str(&format!("; {hint}"));
-        } else if let Some(location) = field_locations(&folded).into_iter().next() {
+        } else if let Some(location) = field_locations(self.root, &folded).into_iter().next() {
             message.push_str(&format!(
                 "; did you mean {location:?}? {key:?} belongs there, not here"
             ));
@@ -568,7 +585,11 @@ impl Normaliser<'_> {
             FindingKind::UnknownKey,
             here,
             message,
-            "silently ignored (C1.8, W1.2)",
+            if node_agent {
+                "silently ignored (C1.8, W1.2)"
+            } else {
+                "silently ignored (C1.8, R5.6)"
+            },
         ));
     }
 }

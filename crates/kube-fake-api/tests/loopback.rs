@@ -224,6 +224,8 @@ ensure CRDs are installed first"#,
         "deployment.apps/",
         "configmap/node-agent-config created",
         "backup.velero.io/",
+        "backuprepository.velero.io/",
+        "priorityclass.scheduling.k8s.io/velero-maintenance created",
         "dataupload.velero.io/",
         "machine.cluster.x-k8s.io/",
     ] {
@@ -238,7 +240,7 @@ ensure CRDs are installed first"#,
     // docs/kube-fake-api.md).
     let (code, listed, stderr) = kubectl_run(&[
         "get",
-        "nodes,pods,persistentvolumeclaims,persistentvolumes,storageclasses,volumeattachments,configmaps,deployments,backups,datauploads,datadownloads,podvolumebackups,podvolumerestores,machines.v1beta1.cluster.x-k8s.io,machines.v1beta2.cluster.x-k8s.io",
+        "nodes,pods,persistentvolumeclaims,persistentvolumes,storageclasses,volumeattachments,configmaps,deployments,priorityclasses,backups,backuprepositories,datauploads,datadownloads,podvolumebackups,podvolumerestores,machines.v1beta1.cluster.x-k8s.io,machines.v1beta2.cluster.x-k8s.io",
         "-A",
         "-o",
         "name",
@@ -246,7 +248,7 @@ ensure CRDs are installed first"#,
     assert_eq!(code, Some(0), "{stderr}");
     let listed: std::collections::BTreeSet<&str> = listed.lines().collect();
     assert_eq!(listed, created, "every object kubectl created is listed");
-    assert_eq!(created.len(), 71, "{created:#?}");
+    assert_eq!(created.len(), 77, "{created:#?}");
     // The statuses, where a kind has a status subresource (a create
     // drops them there).
     let file = |name: &str| examples.join(name).display().to_string();

@@ -90,17 +90,20 @@ pub fn load(
         let mut inventory = Inventory::default();
         inventory.reading.live = true;
         for kind in kinds {
-            // The node-agent ConfigMap may be named in another namespace
-            // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
+            // The node-agent and repository-maintenance ConfigMaps may be
+            // named in other namespaces (`--config-map NAMESPACE/NAME`,
+            // `--maintenance-config-map NAMESPACE/NAME`); the ledger is in
+            // Velero's.
             let mut namespaces = vec![namespace.as_str()];
-            if kind == Kind::ConfigMap
-                && let Some(other) = global
-                    .config_map
-                    .as_ref()
-                    .and_then(|config_map| config_map.namespace.as_deref())
-                    .filter(|other| *other != namespace)
-            {
-                namespaces.push(other);
+            if kind == Kind::ConfigMap {
+                for other in [&global.config_map, &global.maintenance_config_map]
+                    .into_iter()
+                    .filter_map(|config_map| config_map.as_ref()?.namespace.as_deref())
+                {
+                    if !namespaces.contains(&other) {
+                        namespaces.push(other);
+                    }
+                }
             }
             for namespace in namespaces {
                 let listed = List {

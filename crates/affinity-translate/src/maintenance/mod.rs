@@ -1,0 +1,34 @@
+//! Velero's repository-maintenance jobs (`velero server
+//! --repo-maintenance-job-configmap`, R5.1–R5.14 in
+//! `docs/behaviour/velero.md`): the ConfigMap loaded entry by entry with
+//! the node-agent configuration's decoding rules, the configuration each
+//! BackupRepository's job gets, the job's placement fields, and findings.
+//!
+//! - [`load_maintenance_config_map`]: every key of `data` decoded on its own;
+//! - [`repository_key`], [`resolve`]: the entry a repository reads and the
+//!   merge with `global` (Velero's `getJobConfig`);
+//! - [`maintenance_job`]: affinity, resources, priority class, labels,
+//!   annotations and tolerations of the job's pod (Velero's `buildJob`);
+//! - [`validate_maintenance`]: what Velero ignores or fails on.
+
+mod config;
+mod job;
+mod load;
+mod name_hash;
+mod resolve;
+mod validate;
+
+pub use config::JobConfig;
+pub use job::{
+    INHERITED_ANNOTATION_KEYS, INHERITED_LABEL_KEYS, JobError, JobResources, MaintenanceJob,
+    REPOSITORY_NAME_LABEL, ServerPodTemplate, maintenance_job, windows_toleration,
+};
+pub use load::{
+    GLOBAL_KEY, LoadedJobConfig, MaintenanceConfig, MaintenanceConfigError, load_job_config_json,
+    load_maintenance_config_map, load_maintenance_data,
+};
+pub use name_hash::repository_name_label;
+pub use resolve::{
+    DEFAULT_KEEP_LATEST_MAINTENANCE_JOBS, JobField, Resolution, repository_key, resolve,
+};
+pub use validate::{MaintenanceContext, config_map_finding, validate_maintenance};
