@@ -531,12 +531,12 @@ pub fn append_check(
         result.exit = Exit::Failure;
     }
     let text = &mut result.output.table;
-    text.push('\n');
-    text.push_str(&wrap_to_width(&format!(
-        "Repository-maintenance configuration: {}",
+    // As the node-agent's: `Configuration: ConfigMap NAME (ORIGIN)`, one
+    // line, whatever its length.
+    text.push_str(&format!(
+        "\nRepository-maintenance jobs (--repo-maintenance-job-configmap):\nConfiguration: {}\n",
         input.origin
-    )));
-    text.push('\n');
+    ));
     if refused {
         text.push_str("The Velero server would refuse to start with this configuration.\n");
     }
@@ -605,11 +605,7 @@ pub fn run(
     let input = resolve_input(wanted, inventory, stderr)?;
     let answers = answers(&input, inventory)?;
     let findings = findings(&input, inventory);
-    let mut text = wrap_to_width(&format!(
-        "Repository-maintenance configuration: {}",
-        input.origin
-    ));
-    text.push('\n');
+    let mut text = format!("Configuration: {}\n", input.origin);
     if answers.is_empty() {
         text.push_str(
             "\nThe input has no BackupRepository (kubectl get backuprepositories -n velero -o yaml): no job to place.\n",

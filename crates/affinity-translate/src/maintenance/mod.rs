@@ -32,3 +32,42 @@ pub use resolve::{
     DEFAULT_KEEP_LATEST_MAINTENANCE_JOBS, JobField, Resolution, repository_key, resolve,
 };
 pub use validate::{MaintenanceContext, config_map_finding, validate_maintenance};
+
+/// The fuzzing entry point of the repository-maintenance loader (feature
+/// `fuzzing`; `fuzz/fuzz_targets/maintenance_config.rs`, and the corpus
+/// replay test): `data` is one entry's text, loaded as `global` and as a
+/// repository's entry beside a fixed `global`; whatever loads is resolved,
+/// built into a job and validated. Never panics for any input.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_entry(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let key = repository_key("ns", "default", "kopia");
+    let global =
+        r#"{"loadAffinity":[{"nodeSelector":{"matchLabels":{"a":"b"}}}],"priorityClassName":"p"}"#;
+    for entries in [
+        vec![(GLOBAL_KEY, text)],
+        vec![(GLOBAL_KEY, global), (key.as_str(), text)],
+    ] {
+        let data: std::collections::BTreeMap<String, String> = entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let Ok(config) = load_maintenance_data("velero/fuzz", Some(&data)) else {
+            continue;
+        };
+        let resolution = resolve(Some(&config), &key);
+        let _ = resolution.keep_latest_jobs();
+        let _ = maintenance_job(resolution.config(), text, &ServerPodTemplate::default());
+        let keys = std::collections::BTreeSet::from([key.clone()]);
+        let classes = std::collections::BTreeSet::from(["p".to_owned()]);
+        let _ = validate_maintenance(
+            &config,
+            &MaintenanceContext {
+                repository_keys: Some(&keys),
+                priority_classes: Some(&classes),
+            },
+        );
+    }
+}
