@@ -25,6 +25,7 @@ pub const EXAMPLE_CLUSTER: &[(&str, &str)] = &[
     example!("machines.yaml"),
     example!("host-inventory.yaml"),
     example!("workloads.yaml"),
+    example!("repo-maintenance.yaml"),
 ];
 
 /// The example cluster as manifest sources.

@@ -63,6 +63,7 @@ const INPUT_OPTIONS: &[&str] = &[
     "velero_version",
     "inventory_config_map",
     "inventory_key",
+    "maintenance_config_map",
 ];
 
 /// The input options `rbac` does not read: it reads only where the named
@@ -74,10 +75,14 @@ const RBAC_UNREAD_INPUT_OPTIONS: &[&str] = &[
     "config",
     "velero_version",
     "inventory_key",
+    "maintenance_config_map",
 ];
 
 /// The options of the node-agent configuration.
 const CONFIG_OPTIONS: &[&str] = &["config", "config_map", "velero_version"];
+
+/// The option of the repository-maintenance job configuration.
+const MAINTENANCE_OPTIONS: &[&str] = &["maintenance_config_map"];
 
 /// The options naming a HostInventory ConfigMap.
 const INVENTORY_OPTIONS: &[&str] = &["inventory_config_map", "inventory_key"];
@@ -93,24 +98,35 @@ const LIVE_OPTIONS: &[&str] = &[
 ];
 
 /// Global options (argument ids) that commands do not read, by command
-/// path: `queue`, `schedule`, `capacity`, `host-labels`, `modules` and
-/// `hosts` read no node-agent configuration, `host-labels sanitize` reads
-/// no objects, `rbac` only where the named ConfigMaps live, and only
-/// `hosts`, `host-labels`, `modules` and `report` read a HostInventory.
+/// path: `queue`, `schedule`, `capacity`, `host-labels`, `modules`, `hosts`
+/// and `maintenance` read no node-agent configuration, only `config
+/// check`, `maintenance` and `report` read the repository-maintenance
+/// configuration, `host-labels sanitize` reads no objects, `rbac` only
+/// where the named ConfigMaps live, and only `hosts`, `host-labels`,
+/// `modules` and `report` read a HostInventory.
 pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
     (&["config", "check"], INVENTORY_OPTIONS),
     (&["concurrency"], INVENTORY_OPTIONS),
+    (&["concurrency"], MAINTENANCE_OPTIONS),
     (&["affinity"], INVENTORY_OPTIONS),
+    (&["affinity"], MAINTENANCE_OPTIONS),
     (&["queue"], INVENTORY_OPTIONS),
     (&["queue"], CONFIG_OPTIONS),
+    (&["queue"], MAINTENANCE_OPTIONS),
     (&["soothe"], INVENTORY_OPTIONS),
+    (&["soothe"], MAINTENANCE_OPTIONS),
     (&["schedule"], INVENTORY_OPTIONS),
     (&["schedule"], CONFIG_OPTIONS),
+    (&["schedule"], MAINTENANCE_OPTIONS),
     (&["capacity"], INVENTORY_OPTIONS),
     (&["capacity"], CONFIG_OPTIONS),
+    (&["capacity"], MAINTENANCE_OPTIONS),
     (&["diagnose"], INVENTORY_OPTIONS),
+    (&["diagnose"], MAINTENANCE_OPTIONS),
     (&["host-labels"], CONFIG_OPTIONS),
+    (&["host-labels"], MAINTENANCE_OPTIONS),
     (&["modules"], CONFIG_OPTIONS),
+    (&["modules"], MAINTENANCE_OPTIONS),
     (&["host-labels", "sanitize"], INPUT_OPTIONS),
     (&["host-labels", "sanitize"], LIVE_OPTIONS),
     (&["host-labels", "sanitize"], &["allow_partial"]),
@@ -127,9 +143,15 @@ pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
         ],
     ),
     (&["hosts"], CONFIG_OPTIONS),
+    (&["hosts"], MAINTENANCE_OPTIONS),
     (&["hosts", "plan"], CONFIG_OPTIONS),
+    (&["hosts", "plan"], MAINTENANCE_OPTIONS),
     (&["hosts", "rebalance"], CONFIG_OPTIONS),
+    (&["hosts", "rebalance"], MAINTENANCE_OPTIONS),
     (&["hosts", "scale-down"], CONFIG_OPTIONS),
+    (&["hosts", "scale-down"], MAINTENANCE_OPTIONS),
+    (&["maintenance"], CONFIG_OPTIONS),
+    (&["maintenance"], INVENTORY_OPTIONS),
 ];
 
 /// Hides the options `ids` of the subcommand of `command` at `path` from
@@ -259,6 +281,19 @@ pub struct GlobalArgs {
         value_name = "KEY"
     )]
     pub inventory_key: String,
+
+    /// The repository-maintenance job ConfigMap among the input objects
+    /// (Velero's `--repo-maintenance-job-configmap`): `NAME` in any
+    /// namespace, or `NAMESPACE/NAME`. Default `repo-maintenance-job-config`
+    /// (the name Velero's documentation uses), and Velero's defaults when
+    /// there is none; a ConfigMap named here must exist.
+    #[arg(
+        long = "maintenance-config-map",
+        global = true,
+        env = "POLICYCTL_MAINTENANCE_CONFIG_MAP",
+        value_name = "[NAMESPACE/]NAME"
+    )]
+    pub maintenance_config_map: Option<ConfigMapRef>,
 
     /// Accept an answer built without a kind it depends on (one the user
     /// may not list, or whose listing failed): exit 0 instead of 3. The
@@ -440,6 +475,11 @@ pub enum Command {
     HostLabels(HostLabelsArgs),
     /// Why a Pending pod (a data-mover pod especially) does not schedule.
     Diagnose(DiagnoseArgs),
+    /// Velero's repository-maintenance jobs: for every BackupRepository, the
+    /// configuration entries it reads, the job's affinity, resources,
+    /// priority class, labels and annotations, the nodes it can run on, and
+    /// why not on the others when none can.
+    Maintenance,
     /// CAPV's vSphere cluster modules of a cluster: which CAPV creates,
     /// deletes and keeps, each Machine's module, which members share an ESXi
     /// host, and the vMotions that would spread them.

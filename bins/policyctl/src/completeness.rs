@@ -52,6 +52,8 @@ pub fn count(inventory: &Inventory, kind: Kind) -> usize {
         Kind::VolumeAttachment => inventory.volume_attachments.len(),
         Kind::CSINode => inventory.csi_nodes.len(),
         Kind::Backup => inventory.backups.len(),
+        Kind::BackupRepository => inventory.backup_repositories.len(),
+        Kind::PriorityClass => inventory.priority_classes.len(),
         Kind::PodVolumeBackup => inventory.pod_volume_backups.len(),
         Kind::PodVolumeRestore => inventory.pod_volume_restores.len(),
         Kind::DataUpload => inventory.data_uploads.len(),
@@ -126,6 +128,20 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
         "Cluster modules",
         &[CONFIG, CLUSTER_API, &[Kind::Node]],
     ),
+    (
+        "maintenance",
+        "Repository-maintenance jobs",
+        &[
+            CONFIG,
+            SCHEDULING,
+            VOLUMES,
+            &[
+                Kind::BackupRepository,
+                Kind::PriorityClass,
+                Kind::Deployment,
+            ],
+        ],
+    ),
 ];
 
 fn flatten(groups: &[&[Kind]]) -> Vec<Kind> {
@@ -167,15 +183,19 @@ pub fn answers(command: &Command, global: &GlobalArgs) -> Vec<Answer> {
                 title,
                 kinds: keep(
                     flatten(groups),
-                    (key == "soothe" && exact) || matches!(key, "hostLabels" | "clusterModules"),
+                    (key == "soothe" && exact)
+                        || matches!(key, "hostLabels" | "clusterModules" | "maintenance"),
                 ),
             })
             .collect();
     }
+    // The repository-maintenance ConfigMap is read from the input even
+    // with `--config FILE`.
+    let maintenance = matches!(command, Command::Maintenance);
     vec![Answer {
         key: command_name(command),
         title: command_name(command),
-        kinds: keep(needed, exact || reads_host_inventory),
+        kinds: keep(needed, exact || reads_host_inventory || maintenance),
     }]
 }
 
@@ -194,6 +214,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Hosts { .. } => "hosts",
         Command::HostLabels(_) => "host-labels",
         Command::Diagnose(_) => "diagnose",
+        Command::Maintenance => "maintenance",
         Command::Modules(_) => "modules",
         Command::Report(_) => "report",
         Command::Rbac(_) => "rbac",

@@ -240,6 +240,12 @@ fn segments(word: &str) -> impl Iterator<Item = &str> {
     word.split_inclusive(['/', '-', '.'])
 }
 
+/// `text` wrapped to lines of at most [`TABLE_WIDTH`] characters (the
+/// notes under a fitted table), as [`fitted_table`] wraps its cells.
+pub fn wrap_to_width(text: &str) -> String {
+    wrap(text, usize::from(TABLE_WIDTH))
+}
+
 /// `text` wrapped to lines of at most `limit` characters, keeping its own
 /// line breaks. Lines break between words, else after a separator of a
 /// word too long for a line of its own ([`segments`]), never inside a

@@ -114,7 +114,11 @@ fn every_contract_key_is_present() {
     };
     assert_eq!(
         keys(&json(&["config", "check"])),
-        ["config", "findings", "veleroVersion"]
+        ["config", "findings", "maintenance", "veleroVersion"]
+    );
+    assert_eq!(
+        keys(&json(&["maintenance"])),
+        ["configMap", "findings", "repositories"]
     );
     assert_eq!(keys(&json(&["concurrency"])), ["global", "nodes"]);
     assert_eq!(

@@ -302,6 +302,7 @@ async fn every_command_live_is_byte_identical_to_dash_f_on_the_same_objects() {
         &["host-labels", "-o", "json"],
         &["host-labels", "--sync-machine-labels", "-o", "json"],
         &["hosts", "plan", "-o", "json"],
+        &["maintenance", "-o", "json"],
         &[
             "diagnose",
             "--pod",
@@ -941,6 +942,7 @@ async fn forbidden_velero_kinds_mark_the_sections_that_need_them() {
         document["incomplete"],
         json!({
             "dataMovers": ["DataDownload", "DataUpload"],
+            "maintenance": ["BackupRepository"],
             "queue": ["Backup"],
             "soothe": ["DataDownload", "DataUpload", "PodVolumeBackup", "PodVolumeRestore"],
         })
@@ -958,7 +960,7 @@ async fn forbidden_velero_kinds_mark_the_sections_that_need_them() {
         "incomplete: Backup (forbidden) could not be read; this section shows only what was read"
     );
     assert!(
-        table.stdout.starts_with("INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore\n  Sections that may be wrong: Data-mover pods of pending loads, Backup queue, Load admission.\n"),
+        table.stdout.starts_with("INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, BackupRepository, DataDownload, DataUpload, PodVolumeBackup,\n    PodVolumeRestore\n  Sections that may be wrong: Data-mover pods of pending loads, Backup queue, Load admission, Repository-maintenance\n    jobs.\n"),
         "{}",
         table.stdout
     );
@@ -1089,19 +1091,13 @@ async fn a_page_slower_than_the_request_timeout_is_an_error() {
 /// image names (`--velero-version` overrides it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_mode_reads_the_velero_version_from_the_server_image() {
+    // The example's Velero server, made an older release.
     let mut objects = objects_of(&example_files("cluster"));
-    objects.push(json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "velero", "namespace": "velero"},
-        "spec": {
-            "selector": {"matchLabels": {"component": "velero"}},
-            "template": {
-                "metadata": {"labels": {"component": "velero"}},
-                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.17.2"}]}
-            }
-        }
-    }));
+    let server = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "velero")
+        .expect("the example has the Velero server Deployment");
+    server["spec"]["template"]["spec"]["containers"][0]["image"] = json!("velero/velero:v1.17.2");
     let cluster = Cluster::new(&objects, &[]);
     let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
     let detected = live(&server, &["config", "check", "-o", "json"]).await;

@@ -51,6 +51,7 @@ const COMMANDS: &[&[&str]] = &[
     &["host-labels", "--sync-machine-labels"],
     &["diagnose", "--pod", "velero/nightly-apps-20260520-c7d5n"],
     &["modules"],
+    &["maintenance"],
 ];
 
 /// Options that change what a command computes from the same objects, in
@@ -695,9 +696,9 @@ async fn from_files(files: &[PathBuf], args: &[&str]) -> Run {
 }
 
 /// The one place live and `-f` output legitimately differ: the line naming
-/// where the node-agent ConfigMap was read (`Configuration: ConfigMap
-/// velero/node-agent-config (<where>)`, in the tables of `config check`
-/// and `report`), which names the list URL in live mode and the dump file
+/// where the node-agent or repository-maintenance ConfigMap was read
+/// (`Configuration: ConfigMap velero/node-agent-config (<where>)`, in the
+/// tables of `config check`, `report` and `maintenance`), which names the list URL in live mode and the dump file
 /// with `-f`. The part in parentheses becomes `<input>` after checking it
 /// names the right source.
 ///
@@ -880,6 +881,9 @@ async fn the_example_clusters_load_into_the_real_server() {
     );
     let namespaces = held.iter().filter(|o| o["kind"] == "Namespace").count() as u64;
     expected.insert("Namespace".to_owned(), namespaces);
+    // The server has Kubernetes' own PriorityClasses too.
+    let classes = held.iter().filter(|o| o["kind"] == "PriorityClass").count() as u64;
+    expected.insert("PriorityClass".to_owned(), classes);
     for (kind, count) in read["objects"].as_object().unwrap() {
         assert_eq!(
             count.as_u64().unwrap(),
@@ -977,8 +981,10 @@ async fn every_command_live_is_byte_identical_to_dash_f_on_a_dump_of_the_same_se
             runs += 1;
         }
     }
-    // The tables of `report` and `config check` name the ConfigMap's source.
-    assert_eq!(normalised, 2);
+    // The tables of `report` and `config check` name the sources of the
+    // node-agent and repository-maintenance ConfigMaps, `maintenance` the
+    // latter's.
+    assert_eq!(normalised, 5);
     // Nothing changed the objects while the commands ran.
     let after = dump(loaded, "json", "after").await;
     let after: Vec<Vec<u8>> = after.iter().map(|f| std::fs::read(f).unwrap()).collect();
@@ -1280,7 +1286,7 @@ async fn a_service_account_without_bindings_is_noted_forbidden_for_every_kind() 
     assert_eq!(report.code, 3, "{}", report.stderr);
     assert!(
         report.stdout.starts_with(
-            "INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, CSINode,"
+            "INCOMPLETE: these answers are built without kinds policyctl could not read.\n  forbidden (403): the user may not list them: Backup, BackupRepository, CSINode,"
         ),
         "{}",
         report.stdout
@@ -1388,6 +1394,7 @@ async fn only_velero_kinds_forbidden_marks_the_sections_that_read_them() {
         document["incomplete"],
         json!({
             "dataMovers": ["DataDownload", "DataUpload"],
+            "maintenance": ["BackupRepository"],
             "queue": ["Backup"],
             "soothe": ["DataDownload", "DataUpload", "PodVolumeBackup", "PodVolumeRestore"],
         })

@@ -50,6 +50,12 @@ pub enum FindingKind {
     InvalidName,
     /// A key the chosen Velero version does not read yet (V1.1).
     NotReadAtVersion,
+    /// A repository-maintenance entry that does not decode (R5.5).
+    Undecodable,
+    /// A repository-maintenance entry no BackupRepository reads (R5.2).
+    UnknownEntry,
+    /// A priority class that names no PriorityClass of the input (R5.11).
+    MissingPriorityClass,
 }
 
 /// One problem found in a configuration.

@@ -16,7 +16,9 @@
 //!   the pod's tolerations, with those Velero copies from the node-agent
 //!   DaemonSet (A2.27);
 //! - [`NodeConcurrency`]: per-node data-path concurrency (L3.1–L3.3);
-//! - [`diagnose()`]: why a data-mover pod cannot schedule, node by node.
+//! - [`diagnose()`]: why a data-mover pod cannot schedule, node by node;
+//! - [`maintenance`]: the repository-maintenance job ConfigMap and the
+//!   placement of maintenance jobs (R5.1–R5.14).
 //!
 //! Pure: no I/O, no clock, no randomness.
 #![warn(missing_docs)]
@@ -29,6 +31,7 @@ mod diagnose;
 mod finding;
 mod fragment;
 mod load;
+pub mod maintenance;
 mod os;
 mod schema;
 mod tolerations;

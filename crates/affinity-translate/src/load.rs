@@ -200,9 +200,28 @@ pub fn load_json_bytes(bytes: &[u8]) -> Result<Loaded, LoadError> {
 }
 
 fn load_text(origin: &str, text: &str, version: VeleroVersion) -> Result<Loaded, LoadError> {
+    let (config, mut findings) =
+        decode::<NodeAgentConfig>(origin, text, NODE_AGENT_CONFIG, version)?;
+    findings.extend(validate(&config));
+    Ok(Loaded { config, findings })
+}
+
+/// Decodes one JSON document of the given schema with Go's rules (the
+/// module documentation of [`load_json`]) as Velero `version` reads it: the
+/// typed value and the loading warnings (unknown, mis-cased and
+/// not-yet-read keys), or why it does not decode. Shared by the node-agent
+/// configuration and the repository-maintenance job configuration, whose
+/// values Velero decodes the same way.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    origin: &str,
+    text: &str,
+    root: &'static [Field],
+    version: VeleroVersion,
+) -> Result<(T, Vec<Finding>), LoadError> {
     let tree = parse(origin, text)?;
     let mut normaliser = Normaliser {
         origin,
+        root,
         version,
         findings: Vec::new(),
     };
@@ -210,7 +229,7 @@ fn load_text(origin: &str, text: &str, version: VeleroVersion) -> Result<Loaded,
         Json::Null => Value::Object(serde_json::Map::new()),
         Json::Object(_) => {
             let mut path = Vec::new();
-            normaliser.object(tree, NODE_AGENT_CONFIG, &mut path)?
+            normaliser.object(tree, root, &mut path)?
         }
         other => {
             return Err(LoadError::NotAnObject {
@@ -219,7 +238,7 @@ fn load_text(origin: &str, text: &str, version: VeleroVersion) -> Result<Loaded,
             });
         }
     };
-    let config: NodeAgentConfig = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+    let config: T = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
         let found = lookup(&value, e.path())
             .map(short)
@@ -231,9 +250,7 @@ fn load_text(origin: &str, text: &str, version: VeleroVersion) -> Result<Loaded,
             found,
         }
     })?;
-    let mut findings = normaliser.findings;
-    findings.extend(validate(&config));
-    Ok(Loaded { config, findings })
+    Ok((config, normaliser.findings))
 }
 
 fn parse(origin: &str, text: &str) -> Result<Json, LoadError> {
@@ -423,6 +440,8 @@ impl<'de> Visitor<'de> for JsonVisitor {
 /// Applies Go's decoding rules for keys and nulls, collecting warnings.
 struct Normaliser<'a> {
     origin: &'a str,
+    /// The document's schema (for "did you mean" across the document).
+    root: &'static [Field],
     /// The Velero version reading the configuration.
     version: VeleroVersion,
     findings: Vec<Finding>,
@@ -587,9 +606,10 @@ impl Normaliser<'_> {
         let here = display_path(path);
         let folded = fold(key);
         let mut message = format!("unknown key {key:?}");
-        if let Some(hint) = known_mistake(key) {
+        let node_agent = std::ptr::eq(self.root, NODE_AGENT_CONFIG);
+        if let Some(hint) = known_mistake(key).filter(|_| node_agent) {
             message.push_str(&format!("; {hint}"));
-        } else if let Some(location) = field_locations(&folded).into_iter().next() {
+        } else if let Some(location) = field_locations(self.root, &folded).into_iter().next() {
             message.push_str(&format!(
                 "; did you mean {location:?}? {key:?} belongs there, not here"
             ));
@@ -617,7 +637,11 @@ impl Normaliser<'_> {
             FindingKind::UnknownKey,
             here,
             message,
-            "silently ignored (C1.8, W1.2)",
+            if node_agent {
+                "silently ignored (C1.8, W1.2)"
+            } else {
+                "silently ignored (C1.8, R5.6)"
+            },
         ));
     }
 }

@@ -141,6 +141,21 @@ const CACHE_PVC: &[Field] = &[
     field("residentThresholdInMB", Shape::Int),
 ];
 
+/// `JobConfigs`, one value of the repository-maintenance job ConfigMap
+/// (R5.1): the node-agent's `loadAffinity` entries and `podResources`, and
+/// four keys of its own.
+pub(crate) const JOB_CONFIG: &[Field] = &[
+    field(
+        "loadAffinity",
+        Shape::Array(&Shape::NullableObject(LOAD_AFFINITY)),
+    ),
+    field("podResources", Shape::Object(POD_RESOURCES)),
+    field("keepLatestMaintenanceJobs", Shape::Int),
+    field("priorityClassName", Shape::Str),
+    field("podAnnotations", Shape::Map(&Shape::Str)),
+    field("podLabels", Shape::Map(&Shape::Str)),
+];
+
 /// `NodeAgentConfigs`.
 pub(crate) const NODE_AGENT_CONFIG: &[Field] = &[
     field("loadConcurrency", Shape::Object(LOAD_CONCURRENCY)),
@@ -169,9 +184,9 @@ pub(crate) const NODE_AGENT_CONFIG: &[Field] = &[
 
 /// Every place a field name occurs in the schema, as a display path
 /// (`loadConcurrency.prepareQueueLength`, `backupPVC.<class>.readOnly`).
-pub(crate) fn field_locations(name_folded: &str) -> Vec<String> {
+pub(crate) fn field_locations(root: &[Field], name_folded: &str) -> Vec<String> {
     let mut out = Vec::new();
-    collect(NODE_AGENT_CONFIG, "", name_folded, &mut out);
+    collect(root, "", name_folded, &mut out);
     out
 }
 
@@ -271,11 +286,11 @@ mod tests {
     #[test]
     fn locations_find_misplaced_keys() {
         assert_eq!(
-            field_locations(&fold("prepareQueueLength")),
+            field_locations(NODE_AGENT_CONFIG, &fold("prepareQueueLength")),
             vec!["loadConcurrency.prepareQueueLength"]
         );
         assert_eq!(
-            field_locations(&fold("readOnly")),
+            field_locations(NODE_AGENT_CONFIG, &fold("readOnly")),
             vec!["backupPVC.<class>.readOnly"]
         );
     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::NodeSelectorRequirement;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube_validation::{
     unparsable_node_selector_requirement, validate_dns1123_subdomain, validate_label_selector,
     validate_label_value, validate_node_selector_requirement, validate_qualified_name,
@@ -168,53 +169,69 @@ fn load_affinity(
             ));
         }
         if let Some(selector) = &entry.node_selector {
-            for (key, value) in selector.match_labels.iter().flatten() {
-                let errors: Vec<String> = validate_qualified_name(key)
+            node_affinity_selector(
+                &format!("{path}.nodeSelector"),
+                selector,
+                "copied verbatim into the pod's node affinity; the API server rejects the data-mover pod (A2.8, W2.4)",
+                "copied verbatim into the pod's node affinity; the scheduler cannot parse it, so the data-mover pod stays Pending (A2.8, W2.4)",
+                out,
+            );
+        }
+    }
+}
+
+/// Findings about a label selector that is copied into a pod's required
+/// node affinity: keys and values of `matchLabels`, and each expression as
+/// the API server (`rejected`) and the scheduler (`unparsable`) see it.
+pub(crate) fn node_affinity_selector(
+    path: &str,
+    selector: &LabelSelector,
+    rejected_effect: &str,
+    unparsable_effect: &str,
+    out: &mut Vec<Finding>,
+) {
+    for (key, value) in selector.match_labels.iter().flatten() {
+        let errors: Vec<String> = validate_qualified_name(key)
+            .into_iter()
+            .map(|e| format!("key {key:?}: {e}"))
+            .chain(
+                validate_label_value(value)
                     .into_iter()
-                    .map(|e| format!("key {key:?}: {e}"))
-                    .chain(
-                        validate_label_value(value)
-                            .into_iter()
-                            .map(|e| format!("value {value:?}: {e}")),
-                    )
-                    .collect();
-                if !errors.is_empty() {
-                    out.push(Finding::error(
-                        FindingKind::InvalidRequirement,
-                        format!("{path}.nodeSelector.matchLabels.{key}"),
-                        errors.join("; "),
-                        "copied verbatim into the pod's node affinity; the API server rejects the data-mover pod (A2.8, W2.4)",
-                    ));
-                }
-            }
-            for (j, e) in selector.match_expressions.iter().flatten().enumerate() {
-                let requirement = NodeSelectorRequirement {
-                    key: e.key.clone(),
-                    operator: e.operator.clone(),
-                    values: e.values.clone(),
-                };
-                let requirement_path = format!("{path}.nodeSelector.matchExpressions[{j}]");
-                let rejected = validate_node_selector_requirement(&requirement_path, &requirement);
-                let (violations, effect) = if rejected.is_empty() {
-                    (
-                        unparsable_node_selector_requirement(&requirement_path, &requirement),
-                        "copied verbatim into the pod's node affinity; the scheduler cannot parse it, so the data-mover pod stays Pending (A2.8, W2.4)",
-                    )
-                } else {
-                    (
-                        rejected,
-                        "copied verbatim into the pod's node affinity; the API server rejects the data-mover pod (A2.8, W2.4)",
-                    )
-                };
-                for violation in violations {
-                    out.push(Finding::error(
-                        FindingKind::InvalidRequirement,
-                        violation.path,
-                        violation.message,
-                        effect,
-                    ));
-                }
-            }
+                    .map(|e| format!("value {value:?}: {e}")),
+            )
+            .collect();
+        if !errors.is_empty() {
+            out.push(Finding::error(
+                FindingKind::InvalidRequirement,
+                format!("{path}.matchLabels.{key}"),
+                errors.join("; "),
+                rejected_effect,
+            ));
+        }
+    }
+    for (j, e) in selector.match_expressions.iter().flatten().enumerate() {
+        let requirement = NodeSelectorRequirement {
+            key: e.key.clone(),
+            operator: e.operator.clone(),
+            values: e.values.clone(),
+        };
+        let requirement_path = format!("{path}.matchExpressions[{j}]");
+        let rejected = validate_node_selector_requirement(&requirement_path, &requirement);
+        let (violations, effect) = if rejected.is_empty() {
+            (
+                unparsable_node_selector_requirement(&requirement_path, &requirement),
+                unparsable_effect,
+            )
+        } else {
+            (rejected, rejected_effect)
+        };
+        for violation in violations {
+            out.push(Finding::error(
+                FindingKind::InvalidRequirement,
+                violation.path,
+                violation.message,
+                effect,
+            ));
         }
     }
 }
@@ -261,7 +278,7 @@ fn backup_pvc_entry(class: &str, entry: &BackupPvcConfig, out: &mut Vec<Finding>
     }
 }
 
-fn annotation_keys(
+pub(crate) fn annotation_keys(
     path: &str,
     annotations: &BTreeMap<String, String>,
     effect: &str,

@@ -282,7 +282,8 @@ impl Default for Registry {
     /// leases; `events.k8s.io/v1` events; `apps/v1` deployments,
     /// daemonsets, replicasets, statefulsets; `batch/v1` jobs;
     /// `storage.k8s.io/v1` storageclasses, volumeattachments, csinodes and
-    /// csidrivers (cluster); `rbac.authorization.k8s.io/v1` roles and
+    /// csidrivers (cluster); `scheduling.k8s.io/v1` priorityclasses
+    /// (cluster); `rbac.authorization.k8s.io/v1` roles and
     /// rolebindings, clusterroles and clusterrolebindings (cluster; stored,
     /// not enforced: see [`crate::FakeApi::enforce_rbac`]);
     /// `velero.io/v1` backups,
@@ -337,6 +338,12 @@ impl Default for Registry {
             .with_status_subresource(true),
             ResourceInfo::cluster("storage.k8s.io", "v1", "CSINode", "csinodes"),
             ResourceInfo::cluster("storage.k8s.io", "v1", "CSIDriver", "csidrivers"),
+            ResourceInfo::cluster(
+                "scheduling.k8s.io",
+                "v1",
+                "PriorityClass",
+                "priorityclasses",
+            ),
             ResourceInfo::namespaced("rbac.authorization.k8s.io", "v1", "Role", "roles"),
             ResourceInfo::namespaced(
                 "rbac.authorization.k8s.io",

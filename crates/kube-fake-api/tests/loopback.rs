@@ -217,6 +217,8 @@ fn kubectl_apply_loads_every_object_of_the_example_cluster() {
         "deployment.apps/",
         "configmap/node-agent-config created",
         "backup.velero.io/",
+        "backuprepository.velero.io/",
+        "priorityclass.scheduling.k8s.io/velero-maintenance created",
         "dataupload.velero.io/",
         "machine.cluster.x-k8s.io/",
     ] {
@@ -231,7 +233,7 @@ fn kubectl_apply_loads_every_object_of_the_example_cluster() {
     // docs/kube-fake-api.md).
     let (code, listed, stderr) = kubectl_run(&[
         "get",
-        "nodes,pods,persistentvolumeclaims,persistentvolumes,storageclasses,volumeattachments,configmaps,deployments,backups,datauploads,datadownloads,podvolumebackups,podvolumerestores,machines.v1beta1.cluster.x-k8s.io,machines.v1beta2.cluster.x-k8s.io",
+        "nodes,pods,persistentvolumeclaims,persistentvolumes,storageclasses,volumeattachments,configmaps,deployments,priorityclasses,backups,backuprepositories,datauploads,datadownloads,podvolumebackups,podvolumerestores,machines.v1beta1.cluster.x-k8s.io,machines.v1beta2.cluster.x-k8s.io",
         "-A",
         "-o",
         "name",
@@ -239,7 +241,7 @@ fn kubectl_apply_loads_every_object_of_the_example_cluster() {
     assert_eq!(code, Some(0), "{stderr}");
     let listed: std::collections::BTreeSet<&str> = listed.lines().collect();
     assert_eq!(listed, created, "every object kubectl created is listed");
-    assert_eq!(created.len(), 72, "{created:#?}");
+    assert_eq!(created.len(), 78, "{created:#?}");
     // The statuses, where a kind has a status subresource (a create
     // drops them there).
     let file = |name: &str| examples.join(name).display().to_string();

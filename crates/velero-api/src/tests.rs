@@ -274,3 +274,45 @@ fn the_built_in_data_mover_is_empty_or_velero_exactly() {
         assert!(!crate::is_built_in_data_mover(Some(other)), "{other:?}");
     }
 }
+
+const BACKUP_REPOSITORY_YAML: &str = r#"
+apiVersion: velero.io/v1
+kind: BackupRepository
+metadata:
+  generateName: test-default-kopia-
+  labels:
+    velero.io/repository-type: kopia
+    velero.io/storage-location: default
+    velero.io/volume-namespace: test
+  name: test-default-kopia-kgt6n
+  namespace: velero
+spec:
+  backupStorageLocation: default
+  maintenanceFrequency: 1h0m0s
+  repositoryType: kopia
+  resticIdentifier: gs:jxun:/restic/test
+  volumeNamespace: test
+status:
+  phase: Ready
+"#;
+
+#[test]
+fn backup_repository_reads_the_fields_of_its_maintenance_key() {
+    let repository: BackupRepository =
+        serde_saphyr::from_str(BACKUP_REPOSITORY_YAML).expect("valid repository");
+    assert_eq!(repository.spec.volume_namespace.as_deref(), Some("test"));
+    assert_eq!(
+        repository.spec.backup_storage_location.as_deref(),
+        Some("default")
+    );
+    assert_eq!(repository.spec.repository_type.as_deref(), Some("kopia"));
+    assert_eq!(BackupRepository::kind(&()), "BackupRepository");
+    assert_eq!(BackupRepository::plural(&()), "backuprepositories");
+    // Unmodelled fields are dropped on output: never replace() it.
+    let written = serde_json::to_value(&repository).expect("serialises");
+    assert_eq!(written["spec"].get("resticIdentifier"), None);
+    assert_eq!(
+        written["spec"],
+        json!({"backupStorageLocation": "default", "repositoryType": "kopia", "volumeNamespace": "test"})
+    );
+}

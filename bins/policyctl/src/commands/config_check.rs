@@ -180,7 +180,7 @@ pub fn rule_anchor(id: &str) -> String {
 }
 
 /// The Velero rule identifiers in a text: a family letter (`C`, `A`, `L`,
-/// `Q`, `D`, `W`), a digit, a dot, a number and an optional lower-case
+/// `Q`, `R`, `D`, `W`), a digit, a dot, a number and an optional lower-case
 /// letter (`C1.14`, `A2.17b`).
 fn velero_rule_ids(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
@@ -194,7 +194,7 @@ fn is_velero_rule_id(word: &str) -> bool {
         return false;
     };
     let number_len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    b"CVALQDW".contains(family)
+    b"CVALQDWR".contains(family)
         && digit.is_ascii_digit()
         && number_len > 0
         && match &rest[number_len..] {

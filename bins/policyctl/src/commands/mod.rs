@@ -10,6 +10,7 @@ mod config_source;
 mod diagnose;
 mod host_labels;
 mod hosts;
+mod maintenance;
 mod modules;
 mod queue;
 mod render;
@@ -78,7 +79,14 @@ pub fn execute(
             action: ConfigAction::Check { strict },
         } => {
             let config = config_source::resolve(global, inventory, stderr)?;
-            config_check::run(&config, *strict)
+            let mut result = config_check::run(&config, *strict)?;
+            maintenance::append_check(
+                &mut result,
+                global.maintenance_config_map.as_ref(),
+                inventory,
+                *strict,
+            )?;
+            Ok(result)
         }
         Command::Concurrency => {
             let config = config_source::resolve(global, inventory, stderr)?;
@@ -151,6 +159,10 @@ pub fn execute(
             diagnose::run(config.config()?, inventory, &args.pod, &options)
                 .map(CommandResult::success)
         }
+        Command::Maintenance => {
+            maintenance::run(global.maintenance_config_map.as_ref(), inventory, stderr)
+                .map(CommandResult::success)
+        }
         Command::Modules(args) => {
             modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
         }
@@ -163,6 +175,7 @@ pub fn execute(
                 concurrent_backups: queue::ConcurrentBackups::new(args.concurrent_backups),
                 soothe_mode: args.soothe_mode,
                 data_movers: DataMovers::from_args(&args.datamovers),
+                maintenance_config_map: global.maintenance_config_map.clone(),
             };
             let output = report::run(&config, inventory, &options, stderr)?;
             Ok(CommandResult {

@@ -1,7 +1,7 @@
 //! `report`: the whole picture in tables — configuration findings,
 //! per-node concurrency, data-mover pod placement for pending loads, the
-//! backup queue, load admission, host labels and the host anti-affinity audit, VM placement
-//! — after a summary of the input.
+//! backup queue, load admission, host labels and the host anti-affinity audit,
+//! repository-maintenance jobs, VM placement — after a summary of the input.
 
 use std::io::Write;
 
@@ -17,7 +17,8 @@ use crate::commands::config_source::ConfigInput;
 use crate::commands::queue::ConcurrentBackups;
 use crate::commands::soothe::DataMovers;
 use crate::commands::{
-    CommandError, capacity, concurrency, config_check, host_labels, hosts, modules, queue, soothe,
+    CommandError, capacity, concurrency, config_check, host_labels, hosts, maintenance, modules,
+    queue, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, fitted_table, section};
@@ -31,6 +32,8 @@ pub struct Options {
     pub soothe_mode: SootheMode,
     /// `--datamover` for the load admission section.
     pub data_movers: DataMovers,
+    /// `--maintenance-config-map` for the repository-maintenance section.
+    pub maintenance_config_map: Option<crate::cli::ConfigMapRef>,
 }
 
 fn mode_name(mode: SootheMode) -> &'static str {
@@ -145,6 +148,13 @@ pub fn run(
     if let Some((section_text, section_document)) = modules::report_section(inventory) {
         text.push_str(&section_text);
         document.insert("clusterModules".to_owned(), section_document);
+    }
+
+    if let Some((body, section_document)) =
+        maintenance::report_section(options.maintenance_config_map.as_ref(), inventory, stderr)?
+    {
+        text.push_str(&section("Repository-maintenance jobs", &body));
+        document.insert("maintenance".to_owned(), section_document);
     }
 
     if inventory.host_inventories.len() == 1 {

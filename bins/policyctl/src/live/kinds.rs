@@ -47,6 +47,11 @@ pub enum Kind {
     CSINode,
     /// `velero.io/v1` Backup, in Velero's namespace.
     Backup,
+    /// `velero.io/v1` BackupRepository, in Velero's namespace (the keys of
+    /// the repository-maintenance configuration).
+    BackupRepository,
+    /// `scheduling.k8s.io/v1` PriorityClass (the maintenance job's).
+    PriorityClass,
     /// `velero.io/v1` PodVolumeBackup, in Velero's namespace.
     PodVolumeBackup,
     /// `velero.io/v1` PodVolumeRestore, in Velero's namespace.
@@ -136,7 +141,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 28] = [
+    pub const ALL: [Kind; 30] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
@@ -151,6 +156,8 @@ impl Kind {
         Kind::VolumeAttachment,
         Kind::CSINode,
         Kind::Backup,
+        Kind::BackupRepository,
+        Kind::PriorityClass,
         Kind::PodVolumeBackup,
         Kind::PodVolumeRestore,
         Kind::DataUpload,
@@ -234,6 +241,20 @@ impl Kind {
                 ),
                 Kind::CSINode => ("storage.k8s.io", &["v1"], "CSINode", "csinodes", Cluster),
                 Kind::Backup => ("velero.io", &["v1"], "Backup", "backups", VeleroNamespace),
+                Kind::BackupRepository => (
+                    "velero.io",
+                    &["v1"],
+                    "BackupRepository",
+                    "backuprepositories",
+                    VeleroNamespace,
+                ),
+                Kind::PriorityClass => (
+                    "scheduling.k8s.io",
+                    &["v1"],
+                    "PriorityClass",
+                    "priorityclasses",
+                    Cluster,
+                ),
                 Kind::PodVolumeBackup => (
                     "velero.io",
                     &["v1"],
@@ -331,8 +352,9 @@ impl Kind {
     }
 }
 
-/// The node-agent configuration, the ledger of `soothe --mode exact` and
-/// the HostInventory are ConfigMaps.
+/// The node-agent configuration, the repository-maintenance
+/// configuration, the ledger of `soothe --mode exact` and the
+/// HostInventory are ConfigMaps.
 pub(crate) const CONFIG: &[Kind] = &[Kind::ConfigMap];
 pub(crate) const SCHEDULING: &[Kind] = &[Kind::Node, Kind::Namespace, Kind::Pod];
 /// The objects kube-scheduler's default topology spreading takes its
@@ -426,6 +448,18 @@ pub fn needs(command: &Command) -> Needs {
             &[Kind::DaemonSet],
         ],
         Command::Modules(_) => &[CONFIG, CLUSTER_API],
+        // The ConfigMap, the repositories, the server Deployment the job
+        // copies from, the PriorityClasses, and what kube-scheduler reads.
+        Command::Maintenance => &[
+            CONFIG,
+            SCHEDULING,
+            VOLUMES,
+            &[
+                Kind::BackupRepository,
+                Kind::PriorityClass,
+                Kind::Deployment,
+            ],
+        ],
         Command::Report(_) => &[&Kind::ALL],
         Command::Rbac(_) => return Needs::Nothing,
     };

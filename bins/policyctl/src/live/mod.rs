@@ -89,9 +89,10 @@ pub fn load(
         let mut inventory = Inventory::default();
         inventory.reading.live = true;
         for kind in kinds.iter().copied() {
-            // The node-agent ConfigMap may be named in another namespace
-            // (`--config-map NAMESPACE/NAME`); the ledger is in Velero's.
-            // So may the HostInventory ConfigMap
+            // The node-agent and repository-maintenance ConfigMaps may be
+            // named in other namespaces (`--config-map NAMESPACE/NAME`,
+            // `--maintenance-config-map NAMESPACE/NAME`); the ledger is in
+            // Velero's. So may the HostInventory ConfigMap
             // (`--inventory-config-map NAMESPACE/NAME`).
             let mut namespaces = vec![namespace.as_str()];
             if kind == Kind::ConfigMap {
@@ -99,7 +100,11 @@ pub fn load(
                     .inventory_config_map
                     .as_ref()
                     .filter(|_| kinds::reads_host_inventory(command));
-                let named = [global.config_map.as_ref(), inventory_config_map];
+                let named = [
+                    global.config_map.as_ref(),
+                    global.maintenance_config_map.as_ref(),
+                    inventory_config_map,
+                ];
                 for other in named
                     .into_iter()
                     .filter_map(|config_map| config_map?.namespace.as_deref())

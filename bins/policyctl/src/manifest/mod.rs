@@ -456,6 +456,16 @@ fn add_object(
         ("apps/v1", "Deployment") => insert(&mut inventory.deployments, origin, kind, true, value),
         ("apps/v1", "DaemonSet") => insert(&mut inventory.daemon_sets, origin, kind, true, value),
         ("velero.io/v1", "Backup") => insert(&mut inventory.backups, origin, kind, true, value),
+        ("velero.io/v1", "BackupRepository") => insert(
+            &mut inventory.backup_repositories,
+            origin,
+            kind,
+            true,
+            value,
+        ),
+        ("scheduling.k8s.io/v1", "PriorityClass") => {
+            insert(&mut inventory.priority_classes, origin, kind, false, value)
+        }
         ("velero.io/v1", "PodVolumeBackup") => {
             insert(&mut inventory.pod_volume_backups, origin, kind, true, value)
         }
@@ -786,6 +796,8 @@ read_whole!(
     k8s_openapi::api::storage::v1::VolumeAttachment,
     k8s_openapi::api::storage::v1::CSINode,
     velero_api::Backup,
+    velero_api::BackupRepository,
+    k8s_openapi::api::scheduling::v1::PriorityClass,
     velero_api::PodVolumeBackup,
     velero_api::PodVolumeRestore,
     velero_api::DataUpload,

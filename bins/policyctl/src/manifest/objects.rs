@@ -9,8 +9,11 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
-use velero_api::{Backup, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
+use velero_api::{
+    Backup, BackupRepository, DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore,
+};
 
 use super::capi::CapiInventory;
 use super::error::Origin;
@@ -103,6 +106,12 @@ pub struct Inventory {
     pub csi_nodes: Objects<CSINode>,
     /// `velero.io/v1` Backups.
     pub backups: Objects<Backup>,
+    /// `velero.io/v1` BackupRepositories (`maintenance`: the key of each
+    /// repository's maintenance configuration).
+    pub backup_repositories: Objects<BackupRepository>,
+    /// `scheduling.k8s.io/v1` PriorityClasses (`maintenance`: whether the
+    /// configured priority class exists).
+    pub priority_classes: Objects<PriorityClass>,
     /// `velero.io/v1` PodVolumeBackups.
     pub pod_volume_backups: Objects<PodVolumeBackup>,
     /// `velero.io/v1` PodVolumeRestores.
@@ -157,6 +166,12 @@ impl Inventory {
         }
         if !self.daemon_sets.is_empty() {
             counts.push(("DaemonSet", self.daemon_sets.len()));
+        }
+        if !self.backup_repositories.is_empty() {
+            counts.push(("BackupRepository", self.backup_repositories.len()));
+        }
+        if !self.priority_classes.is_empty() {
+            counts.push(("PriorityClass", self.priority_classes.len()));
         }
         if !self.cluster_api.is_empty() {
             counts.extend(self.cluster_api.counts());
