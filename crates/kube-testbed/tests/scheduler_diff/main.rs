@@ -17,6 +17,11 @@
 //!   [`PREFILTER_REJECTED`]. The pod is then deleted, so that no later event
 //!   lets the scheduler retry it.
 //!
+//! Each seed then compares, on the cluster before its first pending pod,
+//! the simulator's capacity with the copies of one pod the real scheduler
+//! binds ([`capacity`]), and the simulator's batch with the real scheduler
+//! placing the pending pods created together ([`batch`]).
+//!
 //! A bound pod whose node differs only because kube-scheduler 1.36 changed
 //! the NodeResourcesBalancedAllocation score ([`balance`]) is counted
 //! apart, as that known deviation; the generator keeps it out unless
