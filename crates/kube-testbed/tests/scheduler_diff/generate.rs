@@ -114,7 +114,8 @@ const PENDING_REQUESTS: [(&str, &str); 7] = [
     ("1500m", "3Gi"),
     ("3", "6Gi"),
 ];
-const HOSTNAME: &str = "kubernetes.io/hostname";
+/// The hostname label key.
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
 const ZONE: &str = "topology.kubernetes.io/zone";
 
 /// What one seed knows while it generates: names and the zones in use.

@@ -17,6 +17,11 @@
 //!   [`PREFILTER_REJECTED`]. The pod is then deleted, so that no later event
 //!   lets the scheduler retry it.
 //!
+//! Each seed then compares, on the cluster before its first pending pod,
+//! the simulator's capacity with the copies of one pod the real scheduler
+//! binds ([`capacity`]), and the simulator's batch with the real scheduler
+//! placing the pending pods created together ([`batch`]).
+//!
 //! A bound pod whose node differs only because kube-scheduler 1.36 changed
 //! the NodeResourcesBalancedAllocation score ([`balance`]) is counted
 //! apart, as that known deviation; the generator keeps it out unless
@@ -28,6 +33,8 @@
 //! the test under a minute on two cores.
 
 mod balance;
+mod batch;
+mod capacity;
 #[path = "../common/mod.rs"]
 mod common;
 mod generate;
@@ -172,6 +179,10 @@ struct Tally {
     /// Placements that differ only by the 1.36 NodeResourcesBalancedAllocation
     /// score ([`balance`]).
     balance_since_1_36: u64,
+    /// The capacity comparison ([`capacity`]).
+    capacity: capacity::CapacityTally,
+    /// The batch comparison ([`batch`]).
+    batch: batch::BatchTally,
 }
 
 fn metadata(name: &str) -> ObjectMeta {
@@ -196,29 +207,34 @@ async fn create_priority_classes(client: &kube::Client) {
     }
 }
 
+/// The scheduler's decision about `pod`, if it has decided.
+fn real_of(pod: &Pod) -> Option<Real> {
+    if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        return Some(Real::Bound(node));
+    }
+    let condition = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+        .filter(|c| c.status == "False")?;
+    let reason = condition.reason.clone().unwrap_or_default();
+    let message = condition.message.clone().unwrap_or_default();
+    Some(if reason == "Unschedulable" {
+        Real::Unschedulable(message)
+    } else {
+        Real::Other(reason, message)
+    })
+}
+
 /// Polls the pod until the scheduler has decided.
 async fn decision(pods: &Api<Pod>, name: &str) -> Real {
     let started = Instant::now();
     loop {
-        if let Ok(pod) = pods.get(name).await {
-            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
-                return Real::Bound(node);
-            }
-            let condition = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
-                .filter(|c| c.status == "False");
-            if let Some(c) = condition {
-                let reason = c.reason.clone().unwrap_or_default();
-                let message = c.message.clone().unwrap_or_default();
-                return if reason == "Unschedulable" {
-                    Real::Unschedulable(message)
-                } else {
-                    Real::Other(reason, message)
-                };
-            }
+        if let Ok(pod) = pods.get(name).await
+            && let Some(real) = real_of(&pod)
+        {
+            return real;
         }
         assert!(
             started.elapsed() < DECISION_LIMIT,
@@ -431,6 +447,8 @@ async fn run_seed(
         "seed {seed}: the simulator refused a bound pod"
     );
     let options = Options::default();
+    // The cluster before any pending pod, for the capacity and the batch.
+    let base = sim.clone();
     tally.seeds += 1;
     for pod in &cluster.pending {
         let api = pods_of(pod);
@@ -483,6 +501,49 @@ async fn run_seed(
             }
         }
     }
+
+    // The pending pods bound above go; the probe makes sure the
+    // scheduler's cache has seen them go (one informer, in order).
+    for pod in &cluster.pending {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        if sim
+            .remove_pod_named(pod.metadata.namespace.as_deref().unwrap_or("default"), name)
+            .is_some()
+        {
+            delete_pod(&pods_of(pod), name).await;
+        }
+    }
+    wait_for_scheduler_cache(&first_namespace, created_nodes.len()).await;
+    if let Some(template) = capacity::template(&base, &cluster.pending) {
+        mismatches.extend(
+            capacity::check(
+                client,
+                seed,
+                &base,
+                &template,
+                created_nodes.len(),
+                &mut tally.capacity,
+            )
+            .await,
+        );
+        wait_for_scheduler_cache(&first_namespace, created_nodes.len()).await;
+    }
+    let namespace_names: Vec<String> = cluster
+        .namespaces
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    mismatches.extend(
+        batch::check(
+            client,
+            seed,
+            &base,
+            &cluster.pending,
+            &namespace_names,
+            &mut tally.batch,
+        )
+        .await,
+    );
 
     // Remove the seed's pods and nodes; the namespaces stay (there is no
     // namespace controller to finish their deletion) and hold nothing.
@@ -554,6 +615,22 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         tally.balance_since_1_36,
         mismatches.len(),
         started.elapsed().as_secs_f64()
+    );
+    let cap = &tally.capacity;
+    println!(
+        "capacity: {} seeds, {} copies bound, {} counts equal, {} differing after a tie broken another way",
+        cap.checks, cap.copies, cap.equal, cap.tie_order
+    );
+    let b = &tally.batch;
+    let rate = |n: u64| 100.0 * n as f64 / b.pods.max(1) as f64;
+    println!(
+        "batch: {} pods, {} on the simulator's node or pending on both sides, {} on another node of its highest total (a tie): {:.1} % agreement; following the real placements, {} agreed and {} bound on a retry",
+        b.pods,
+        b.same,
+        b.tie,
+        rate(b.same + b.tie),
+        b.replay_agreed,
+        b.retried
     );
     println!("generator restrictions (known deviations):");
     for deviation in generate::KNOWN_DEVIATIONS {
