@@ -37,6 +37,7 @@ pub mod manifests;
 pub mod metrics;
 pub mod pass;
 pub mod pickup;
+pub mod velero_queue;
 pub mod writes;
 
 use controller_kit::precondition::{self, Precondition};
@@ -94,6 +95,11 @@ pub async fn run_with(
             settings.resync =
                 Some((config.pickup_timeout / 4).max(std::time::Duration::from_millis(20)));
         }
+        // Pass often enough to notice Velero's queue controller being
+        // disabled (the Deployment is read again at most this often).
+        settings.resync = Some(settings.resync.map_or(config.velero_queue_recheck, |r| {
+            r.min(config.velero_queue_recheck)
+        }));
         let runtime = Runtime::new(
             client.clone(),
             settings,
@@ -103,6 +109,7 @@ pub async fn run_with(
                 config.clone(),
                 status_subresource,
                 metrics.clone(),
+                readiness.clone(),
             ),
             metrics.controller.clone(),
             readiness,
