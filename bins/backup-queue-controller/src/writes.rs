@@ -143,11 +143,13 @@ impl Queue {
                     );
                 }
                 self.readiness.unblock(velero_queue::READINESS_KEY);
+                self.metrics.velero_queue_running.set(0);
                 true
             }
             Decision::Closed(message) => {
                 self.readiness
-                    .block(velero_queue::READINESS_KEY, format!("not ready: {message}"));
+                    .block(velero_queue::READINESS_KEY, message.clone());
+                self.metrics.velero_queue_running.set(1);
                 if !std::mem::replace(&mut self.closed, true) {
                     tracing::error!("{message}");
                     let event = Event {

@@ -765,6 +765,7 @@ async fn velero_queue_enabled_in_its_deployment_keeps_the_controller_from_writin
         "no write while Velero's queue runs"
     );
     assert!(!readiness.is_ready());
+    assert_eq!(ctl.metrics.velero_queue_running.get(), 1);
     assert_eq!(phases(&fake)["b1"].0, "New");
 
     // The user adds the flag: the controller takes over.
@@ -780,6 +781,7 @@ async fn velero_queue_enabled_in_its_deployment_keeps_the_controller_from_writin
     })
     .await;
     eventually("ready", 10, || readiness.is_ready()).await;
+    assert_eq!(ctl.metrics.velero_queue_running.get(), 0);
     ctl.stop().await;
 }
 

@@ -973,6 +973,12 @@ async fn with_velero_s_queue_enabled_the_controller_writes_nothing_and_names_the
             && n.contains("--disable-controllers=backup-queue")),
         "{events:?}"
     );
+    let (_, body) = controller.http_get("/metrics").await.unwrap();
+    assert_eq!(
+        metric(&body, "backup_queue_controller_velero_queue_running"),
+        1.0,
+        "{body}"
+    );
     // Without the Deployment, Velero's own writes (seen on b1's way through
     // its queue) keep the controller stopped.
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
