@@ -8,7 +8,9 @@
 //! (`Queued`/`ReadyToStart`) and `status.queuePosition`, plus the
 //! [`REASON_ANNOTATION`] saying why a backup waits, and Events
 //! (`Queued`, `Waiting`, `Started`, `ForeignQueueWriter`,
-//! `InvalidNamespaceFilter`). It runs on controller-kit's snapshot runtime:
+//! `InvalidNamespaceFilter`, `VeleroQueueEnabled`). It writes nothing while
+//! Velero's own queue controller runs ([`velero_queue`]). It runs on
+//! controller-kit's snapshot runtime:
 //! [`index`] (the queue state), [`pass`] (the planner, explaining waiting
 //! backups only when their reasons may have changed), [`writes`] (the
 //! executor), and [`backup_write`], the planned writes both speak in.
