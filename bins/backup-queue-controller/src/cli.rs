@@ -90,6 +90,31 @@ pub struct RunArgs {
         value_name = "SECONDS"
     )]
     pub pickup_timeout: u64,
+
+    /// The Velero server's Deployment in the Velero namespace, read to
+    /// check that Velero's own backup queue controller is disabled
+    /// (--disable-controllers=backup-queue); empty: do not read it, judge
+    /// from Velero's writes only.
+    #[arg(
+        long,
+        env = "VELERO_DEPLOYMENT",
+        hide_env_values = true,
+        default_value = crate::velero_queue::DEFAULT_VELERO_DEPLOYMENT,
+        value_name = "NAME"
+    )]
+    pub velero_deployment: String,
+
+    /// Seconds between reads of the Velero Deployment while it matters, and
+    /// how long a New backup must stay New before a sighting of Velero's
+    /// queue is taken as stale.
+    #[arg(
+        long,
+        env = "VELERO_QUEUE_RECHECK_SECONDS",
+        hide_env_values = true,
+        default_value_t = 10,
+        value_name = "SECONDS"
+    )]
+    pub velero_queue_recheck: u64,
 }
 
 impl Config {
@@ -119,6 +144,8 @@ impl Config {
             dry_run: common.dry_run,
             status_subresource: args.status_subresource,
             pickup_timeout: std::time::Duration::from_secs(args.pickup_timeout),
+            velero_deployment: args.velero_deployment.clone(),
+            velero_queue_recheck: std::time::Duration::from_secs(args.velero_queue_recheck.max(1)),
             leader,
             metrics_addr: Some(common.metrics_addr),
             instance,

@@ -61,6 +61,13 @@ pub struct Config {
     /// How long a `ReadyToStart` Backup may wait for Velero before it is
     /// nudged ([`crate::pickup`]); zero turns the nudge off.
     pub pickup_timeout: Duration,
+    /// The Velero server's Deployment (in [`Config::namespace`]) read to see
+    /// whether Velero's own queue controller is disabled; empty: not read
+    /// ([`crate::velero_queue`]).
+    pub velero_deployment: String,
+    /// How often that Deployment is read again, and how long a `New` Backup
+    /// must stay `New` before a sighting of Velero's queue is stale.
+    pub velero_queue_recheck: Duration,
 }
 
 impl Config {
@@ -79,6 +86,8 @@ impl Config {
             max_retry_backoff: Duration::from_secs(10),
             crd_retry: Duration::from_secs(5),
             pickup_timeout: Duration::from_secs(30),
+            velero_deployment: crate::velero_queue::DEFAULT_VELERO_DEPLOYMENT.to_owned(),
+            velero_queue_recheck: Duration::from_secs(10),
         }
     }
 }

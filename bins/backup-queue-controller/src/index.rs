@@ -17,7 +17,10 @@
 //! disabled with `--disable-controllers`) and this controller must never
 //! both order the same queue. The API server records, per field manager,
 //! which fields it last set; a manager other than ours owning
-//! `status.queuePosition` means someone else writes positions.
+//! `status.queuePosition` means someone else writes positions (warned
+//! about). Queue writes by Velero's own managers as the watch shows them
+//! are collected for [`crate::velero_queue`], which stops this controller
+//! while Velero's queue controller runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,6 +45,7 @@ pub struct QueueIndex {
     state: QueueState,
     explain: bool,
     foreign: BTreeSet<(String, String)>,
+    velero_writes: Vec<(String, String)>,
 }
 
 /// The current value of [`REASON_ANNOTATION`].
@@ -71,6 +75,7 @@ impl QueueIndex {
             state: QueueState::new(concurrent_backups),
             explain: true,
             foreign: BTreeSet::new(),
+            velero_writes: Vec::new(),
         }
     }
 
@@ -93,6 +98,32 @@ impl QueueIndex {
     /// `status.queuePosition`.
     pub fn foreign_writers(&self) -> &BTreeSet<(String, String)> {
         &self.foreign
+    }
+
+    /// Takes the queue writes by Velero's field managers the watches showed
+    /// since the last call, as (Backup, manager) pairs, oldest first (see
+    /// [`crate::velero_queue`]).
+    pub fn take_velero_writes(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.velero_writes)
+    }
+
+    /// The creation time of the oldest Backup still `New` (or without a
+    /// phase).
+    pub fn oldest_new(&self) -> Option<jiff::Timestamp> {
+        self.backups
+            .values()
+            .filter(|b| b.phase() == velero_api::BackupPhase::New)
+            .filter_map(|b| b.metadata.creation_timestamp.as_ref().map(|t| t.0))
+            .min()
+    }
+
+    fn note_velero_write(&mut self, backup: &Backup) {
+        let name = backup.name_any();
+        let old = self.backups.get(&name);
+        if let Some(manager) = crate::velero_queue::velero_queue_write(old, backup, CONTROLLER_NAME)
+        {
+            self.velero_writes.push((name, manager));
+        }
     }
 
     fn note_foreign_writers(&mut self, backup: &Backup) {
@@ -134,6 +165,7 @@ impl IndexResource<Backup> for QueueIndex {
             .is_none_or(|old| planner_view(old) != planner_view(&backup));
         self.explain |= changed;
         self.note_foreign_writers(&backup);
+        self.note_velero_write(&backup);
         self.state
             .apply(QueueEvent::UpsertBackup(backup_input(&backup)));
         self.backups.insert(name, backup);
@@ -151,6 +183,7 @@ impl IndexResource<Backup> for QueueIndex {
         self.foreign.clear();
         for backup in &backups {
             self.note_foreign_writers(backup);
+            self.note_velero_write(backup);
         }
         self.backups = backups.into_iter().map(|b| (b.name_any(), b)).collect();
         self.rebuild();

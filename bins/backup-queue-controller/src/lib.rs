@@ -8,7 +8,9 @@
 //! (`Queued`/`ReadyToStart`) and `status.queuePosition`, plus the
 //! [`REASON_ANNOTATION`] saying why a backup waits, and Events
 //! (`Queued`, `Waiting`, `Started`, `ForeignQueueWriter`,
-//! `InvalidNamespaceFilter`). It runs on controller-kit's snapshot runtime:
+//! `InvalidNamespaceFilter`, `VeleroQueueEnabled`). It writes nothing while
+//! Velero's own queue controller runs ([`velero_queue`]). It runs on
+//! controller-kit's snapshot runtime:
 //! [`index`] (the queue state), [`pass`] (the planner, explaining waiting
 //! backups only when their reasons may have changed), [`writes`] (the
 //! executor), and [`backup_write`], the planned writes both speak in.
@@ -37,6 +39,7 @@ pub mod manifests;
 pub mod metrics;
 pub mod pass;
 pub mod pickup;
+pub mod velero_queue;
 pub mod writes;
 
 use controller_kit::precondition::{self, Precondition};
@@ -94,6 +97,11 @@ pub async fn run_with(
             settings.resync =
                 Some((config.pickup_timeout / 4).max(std::time::Duration::from_millis(20)));
         }
+        // Pass often enough to notice Velero's queue controller being
+        // disabled (the Deployment is read again at most this often).
+        settings.resync = Some(settings.resync.map_or(config.velero_queue_recheck, |r| {
+            r.min(config.velero_queue_recheck)
+        }));
         let runtime = Runtime::new(
             client.clone(),
             settings,
@@ -103,6 +111,7 @@ pub async fn run_with(
                 config.clone(),
                 status_subresource,
                 metrics.clone(),
+                readiness.clone(),
             ),
             metrics.controller.clone(),
             readiness,

@@ -12,10 +12,14 @@ pub const DEFAULT_IMAGE: &str = "ghcr.io/placement-policies/backup-queue-control
 
 /// Permissions on Backups, in the Velero namespace: watch them and patch
 /// phase, position and the reason annotation (`backups/status` only for a
-/// CRD with a status subresource). No create, update or delete.
+/// CRD with a status subresource). No create, update or delete. Plus `get`
+/// on the Velero server's Deployment, by name, to check that Velero's own
+/// queue controller is disabled ([`crate::velero_queue`]).
 pub const BACKUP_RULES: &[Rule] = &[
     Rule::new("velero.io", &["backups"], &[Get, List, Watch, Patch]),
     Rule::new("velero.io", &["backups/status"], &[Patch]),
+    Rule::new("apps", &["deployments"], &[Get])
+        .named(&[crate::velero_queue::DEFAULT_VELERO_DEPLOYMENT]),
 ];
 
 /// Cluster-scoped permissions, so always in a ClusterRole whatever the

@@ -15,6 +15,7 @@
 //! | `backup_queue_controller_wait_time_seconds` | histogram | creation → dequeue |
 //! | `backup_queue_controller_foreign_queue_writers_total` | counter | sightings of another manager owning `status.queuePosition` |
 //! | `backup_queue_controller_pickup_nudges_total` | counter | pickup nudges of `ReadyToStart` Backups Velero had not started |
+//! | `backup_queue_controller_velero_queue_running` | gauge | 1 while Velero's own queue controller runs and this controller writes nothing, else 0 |
 
 use controller_kit::metrics::ControllerMetrics;
 use prometheus_client::metrics::counter::Counter;
@@ -45,6 +46,8 @@ pub struct Metrics {
     pub foreign_queue_writers: Counter,
     /// Pickup nudges written (`ReadyToStart` Backups Velero had not started).
     pub pickup_nudges: Counter,
+    /// 1 while Velero's own queue controller runs (nothing is written).
+    pub velero_queue_running: Gauge,
 }
 
 impl Metrics {
@@ -60,6 +63,7 @@ impl Metrics {
             wait_time: Histogram::new(exponential_buckets(1.0, 2.0, 16)),
             foreign_queue_writers: Counter::default(),
             pickup_nudges: Counter::default(),
+            velero_queue_running: Gauge::default(),
         };
         let sub = registry.sub_registry_with_prefix(PREFIX);
         sub.register(
@@ -96,6 +100,11 @@ impl Metrics {
             "pickup_nudges",
             "Metadata-only updates of ReadyToStart backups Velero had not started within --pickup-timeout",
             m.pickup_nudges.clone(),
+        );
+        sub.register(
+            "velero_queue_running",
+            "1 while Velero's own backup queue controller runs and this controller writes nothing (--disable-controllers=backup-queue missing on the Velero server)",
+            m.velero_queue_running.clone(),
         );
         m
     }

@@ -32,6 +32,10 @@ use crate::config::Config;
 use crate::index::QueueIndex;
 use crate::metrics::Metrics;
 use crate::pass::{self, QueuePlan, human_duration};
+use crate::velero_queue::{self, Decision, DeploymentRead, Gate};
+use controller_kit::server::Readiness;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ObjectReference;
 
 /// The pass and the executor, with what the executor remembers.
 pub struct Queue {
@@ -42,16 +46,22 @@ pub struct Queue {
     warned_foreign: HashSet<(String, String)>,
     warned_invalid: HashSet<(String, String)>,
     nudged: std::collections::BTreeMap<String, u32>,
+    readiness: Readiness,
+    gate: Gate,
+    deployment_read_at: Option<std::time::Instant>,
+    closed: bool,
 }
 
 impl Queue {
     /// A queue writing through `client`; `status_subresource` says whether
-    /// the Backup CRD serves `/status`.
+    /// the Backup CRD serves `/status`; `readiness` is held down while
+    /// Velero's own queue controller runs.
     pub fn new(
         client: kube::Client,
         config: Config,
         status_subresource: bool,
         metrics: Metrics,
+        readiness: Readiness,
     ) -> Self {
         Self {
             client,
@@ -61,12 +71,128 @@ impl Queue {
             warned_foreign: HashSet::new(),
             warned_invalid: HashSet::new(),
             nudged: std::collections::BTreeMap::new(),
+            readiness,
+            gate: Gate::default(),
+            deployment_read_at: None,
+            closed: false,
+        }
+    }
+
+    /// Reads the Velero server Deployment, at most once per re-check
+    /// interval; a transient error keeps the previous reading.
+    async fn read_deployment(&mut self) {
+        let name = self.config.velero_deployment.clone();
+        if name.is_empty() {
+            self.gate.deployment = Some(DeploymentRead::Unavailable(
+                "--velero-deployment is empty".into(),
+            ));
+            return;
+        }
+        if self
+            .deployment_read_at
+            .is_some_and(|at| at.elapsed() < self.config.velero_queue_recheck)
+        {
+            return;
+        }
+        self.deployment_read_at = Some(std::time::Instant::now());
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        let read = match api.get_opt(&name).await {
+            Ok(Some(deployment)) => {
+                DeploymentRead::Read(velero_queue::deployment_verdict(&deployment))
+            }
+            Ok(None) => DeploymentRead::Unavailable("not found".into()),
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                DeploymentRead::Unavailable(format!("forbidden: {}", status.message))
+            }
+            Err(error) => {
+                tracing::info!(%error, deployment = %name, "cannot read the Velero server Deployment");
+                if self.gate.deployment.is_some() {
+                    return;
+                }
+                DeploymentRead::Unavailable(error.to_string())
+            }
+        };
+        if self.gate.deployment.as_ref() != Some(&read) {
+            tracing::info!(deployment = %name, reading = %read, "read the Velero server Deployment");
+        }
+        self.gate.deployment = Some(read);
+    }
+
+    /// Whether Velero's own queue controller is off, so this controller may
+    /// write ([`crate::velero_queue`]); if not, says so once (log, Event)
+    /// and keeps `/readyz` failing with the reason.
+    async fn velero_queue_allows(&mut self, writer: &mut Writer<'_, QueueIndex>) -> bool {
+        let now = Timestamp::now();
+        for (backup, manager) in writer.index_mut().take_velero_writes() {
+            tracing::debug!(%backup, %manager, "Velero's queue controller wrote this Backup's queue state");
+            self.gate.sighted(backup, manager, now);
+        }
+        self.read_deployment().await;
+        let decision = self.gate.decide(
+            &self.config.namespace,
+            &self.config.velero_deployment,
+            writer.index().oldest_new(),
+            now,
+            self.config.velero_queue_recheck,
+        );
+        match decision {
+            Decision::Open => {
+                if std::mem::take(&mut self.closed) {
+                    tracing::info!(
+                        "Velero's own backup queue controller is not running any more; writing again"
+                    );
+                }
+                self.readiness.unblock(velero_queue::READINESS_KEY);
+                self.metrics.velero_queue_running.set(0);
+                true
+            }
+            Decision::Closed(message) => {
+                self.readiness
+                    .block(velero_queue::READINESS_KEY, message.clone());
+                self.metrics.velero_queue_running.set(1);
+                if !std::mem::replace(&mut self.closed, true) {
+                    tracing::error!("{message}");
+                    let event = Event {
+                        type_: EventType::Warning,
+                        reason: "VeleroQueueEnabled".into(),
+                        note: Some(message),
+                        action: "Detect".into(),
+                        secondary: None,
+                    };
+                    // On the Deployment when it decided, else on the Backup
+                    // Velero was seen writing.
+                    let deployment_decided =
+                        matches!(self.gate.deployment, Some(DeploymentRead::Read(_)));
+                    let reference = match self
+                        .gate
+                        .sighting
+                        .as_ref()
+                        .filter(|_| !deployment_decided)
+                        .and_then(|s| writer.index().backup(&s.backup))
+                    {
+                        Some(backup) => backup.object_ref(&()),
+                        None => ObjectReference {
+                            api_version: Some("apps/v1".into()),
+                            kind: Some("Deployment".into()),
+                            name: Some(self.config.velero_deployment.clone()),
+                            namespace: Some(self.config.namespace.clone()),
+                            ..ObjectReference::default()
+                        },
+                    };
+                    writer.publish(&event, &reference).await;
+                }
+                false
+            }
         }
     }
 
     async fn carry_out(&mut self, plan: QueuePlan, writer: &mut Writer<'_, QueueIndex>) -> Outcome {
         self.warn_foreign_writers(writer).await;
         self.warn_invalid(&plan, writer).await;
+        // Shadow mode (--dry-run) beside Velero's queue is supported.
+        if !self.config.dry_run && !self.velero_queue_allows(writer).await {
+            return Outcome::Done;
+        }
         if plan.explained {
             self.metrics
                 .controller

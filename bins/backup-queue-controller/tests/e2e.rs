@@ -666,3 +666,198 @@ async fn serves_metrics_health_and_readiness() {
     );
     ctl.stop().await;
 }
+
+/// The controller with a handle on its `/readyz` flag.
+fn start_with_readiness(
+    fake: &FakeApi,
+    cfg: backup_queue_controller::Config,
+) -> (Running, controller_kit::server::Readiness) {
+    let manifests = backup_queue_controller::manifests::render(
+        backup_queue_controller::manifests::ManifestScope::Namespaced,
+        NS,
+        backup_queue_controller::manifests::DEFAULT_IMAGE,
+    )
+    .unwrap();
+    fake.enforce_rbac(&manifests).unwrap();
+    let shutdown = controller_kit::Shutdown::new();
+    let telemetry = backup_queue_controller::Telemetry::default();
+    let readiness = telemetry.readiness.clone();
+    let metrics = telemetry.metrics.clone();
+    let task = tokio::spawn(backup_queue_controller::run_with(
+        fake.client_as(NS, backup_queue_controller::CONTROLLER_NAME),
+        cfg,
+        shutdown.clone(),
+        telemetry,
+    ));
+    let running = Running {
+        checked: Some(fake.clone()),
+        shutdown,
+        task,
+        metrics,
+    };
+    (running, readiness)
+}
+
+/// Backup writes this controller made.
+fn own_backup_writes(fake: &FakeApi) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| {
+            r.is_write()
+                && r.field_manager.as_deref() == Some(backup_queue_controller::CONTROLLER_NAME)
+                && r.resource.as_ref().is_some_and(|id| id.plural == "backups")
+        })
+        .count()
+}
+
+/// The Velero server's Deployment, as `velero install` makes it, with
+/// `args` for its `velero` container and a finished rollout.
+fn velero_deployment(args: &[&str]) -> serde_json::Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "velero", "namespace": NS, "generation": 1},
+        "spec": {
+            "selector": {"matchLabels": {"deploy": "velero"}},
+            "template": {
+                "metadata": {"labels": {"deploy": "velero"}},
+                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.18.3",
+                                         "command": ["/velero"], "args": args}]}
+            }
+        },
+        "status": {"observedGeneration": 100, "replicas": 1, "updatedReplicas": 1}
+    })
+}
+
+#[tokio::test]
+async fn velero_queue_enabled_in_its_deployment_keeps_the_controller_from_writing_until_disabled() {
+    let fake = velero_1_18();
+    seed_namespaces(&fake, ["a", "b"].map(String::from));
+    let deployment = id_of::<k8s_openapi::api::apps::v1::Deployment>();
+    fake.seed_value(
+        &deployment,
+        velero_deployment(&["server", "--uploader-type=kopia"]),
+    )
+    .unwrap();
+    seed_backup(&fake, backup("b1", &["a"], 1, "New", 0));
+    seed_backup(&fake, backup("b2", &["a"], 2, "New", 0));
+    let mut cfg = config(1);
+    cfg.velero_queue_recheck = Duration::from_millis(200);
+    let (ctl, readiness) = start_with_readiness(&fake, cfg);
+    eventually("not ready, naming the flag", 10, || {
+        readiness.reasons().iter().any(|r| {
+            r.contains("--disable-controllers=backup-queue")
+                && r.contains("Deployment velero/velero")
+        })
+    })
+    .await;
+    eventually("a VeleroQueueEnabled event on the Deployment", 10, || {
+        events(&fake).iter().any(|(o, r, n)| {
+            o == "velero"
+                && r == "VeleroQueueEnabled"
+                && n.contains("--disable-controllers=backup-queue")
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        own_backup_writes(&fake),
+        0,
+        "no write while Velero's queue runs"
+    );
+    assert!(!readiness.is_ready());
+    assert_eq!(ctl.metrics.velero_queue_running.get(), 1);
+    assert_eq!(phases(&fake)["b1"].0, "New");
+
+    // The user adds the flag: the controller takes over.
+    fake.modify_value(&deployment, Some(NS), "velero", |v| {
+        v["spec"]["template"]["spec"]["containers"][0]["args"] = json!([
+            "server",
+            "--uploader-type=kopia",
+            "--disable-controllers=backup-queue"
+        ]);
+    });
+    eventually("b1 started, b2 queued", 10, || {
+        phases(&fake) == expect(&[("b1", "ReadyToStart", 0), ("b2", "Queued", 1)])
+    })
+    .await;
+    eventually("ready", 10, || readiness.is_ready()).await;
+    assert_eq!(ctl.metrics.velero_queue_running.get(), 0);
+    ctl.stop().await;
+}
+
+/// A merge patch as Velero's server sends it: no fieldManager, so the API
+/// server records it under its User-Agent's first segment.
+async fn velero_server_patch(fake: &FakeApi, name: &str, patch: &'static str) {
+    let uri: http::Uri = format!("/apis/velero.io/v1/namespaces/{NS}/backups/{name}")
+        .parse()
+        .unwrap();
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        "content-type",
+        "application/merge-patch+json".parse().unwrap(),
+    );
+    headers.insert(
+        "user-agent",
+        "velero-server/v1.18.3 (linux/amd64)".parse().unwrap(),
+    );
+    let response = fake
+        .handle_request(
+            http::Method::PATCH,
+            &uri,
+            &headers,
+            bytes::Bytes::from(patch),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn velero_queue_writes_stop_the_controller_until_a_new_backup_stays_new() {
+    let fake = velero_1_18();
+    seed_namespaces(&fake, ["a", "b"].map(String::from));
+    // No Deployment to read: Velero's writes decide. Velero's queue
+    // controller queued b1 before this controller started.
+    seed_backup(&fake, backup("b1", &["a"], 1, "New", 0));
+    velero_server_patch(
+        &fake,
+        "b1",
+        r#"{"status":{"phase":"Queued","queuePosition":1}}"#,
+    )
+    .await;
+    let mut cfg = config(1);
+    cfg.velero_queue_recheck = Duration::from_millis(600);
+    let (ctl, readiness) = start_with_readiness(&fake, cfg);
+    eventually("not ready, naming the manager and the flag", 10, || {
+        readiness.reasons().iter().any(|r| {
+            r.contains("--disable-controllers=backup-queue") && r.contains("velero-server")
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(own_backup_writes(&fake), 0, "b1 is Velero's: no write");
+
+    // Velero's dequeue: position dropped (0 is omitted), phase ReadyToStart.
+    velero_server_patch(
+        &fake,
+        "b1",
+        r#"{"status":{"phase":"ReadyToStart","queuePosition":null}}"#,
+    )
+    .await;
+    // A new backup Velero's queue does not touch: once it has stayed New
+    // for the re-check interval, Velero's queue is taken as disabled.
+    let mut b2 = backup("b2", &["a"], 2, "New", 0);
+    b2["metadata"]["creationTimestamp"] = json!(jiff::Timestamp::now().to_string());
+    seed_backup(&fake, b2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        own_backup_writes(&fake),
+        0,
+        "still within the re-check interval"
+    );
+    eventually("b2 queued behind b1", 10, || {
+        phases(&fake).get("b2") == Some(&("Queued".to_owned(), 1))
+    })
+    .await;
+    eventually("ready", 10, || readiness.is_ready()).await;
+    ctl.stop().await;
+}

@@ -372,7 +372,8 @@ const DESIGN_STEADY_STATE: &[(&str, &str, i64)] = &[
 ];
 
 #[tokio::test]
-async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whole() {
+async fn a_second_writer_of_queue_positions_stops_the_controller_until_velero_s_queue_is_shown_off()
+{
     if kube_testbed::skip_requested() {
         return;
     }
@@ -385,6 +386,7 @@ async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whol
         .launch(bed)
         .await
         .arg("--concurrent-backups", "2")
+        .arg("--velero-queue-recheck", "3")
         .spawn()
         .unwrap();
     until_phases(&velero, &controller, DESIGN_STEADY_STATE).await;
@@ -429,10 +431,34 @@ async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whol
             },
         )
         .await;
-    // Once the other writer stops, the queue is whole again and stays so:
-    // the same backups active, the others queued at distinct, dense
-    // positions (in the order the last writes left them: positions order
-    // the queue).
+    // Velero's queue runs (there is no Deployment to read): the controller
+    // stops writing and is not ready, naming the flag.
+    controller
+        .until(
+            "/readyz 503 naming the flag",
+            Duration::from_secs(30),
+            || async {
+                let (status, body) = controller.http_get("/readyz").await.unwrap();
+                seen(
+                    status == 503
+                        && body.contains("--disable-controllers=backup-queue")
+                        && body.contains("velero-server"),
+                    (status, body),
+                )
+            },
+        )
+        .await;
+    let left = velero.phases().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        velero.phases().await,
+        left,
+        "no write while Velero's queue runs"
+    );
+    // A new Backup nobody queues for the re-check interval shows Velero's
+    // queue is not running: the controller takes over again and makes the
+    // queue whole (the new Backup overlaps backup1 and queues last).
+    velero.create("backup6", &["ns1"], "").await;
     let whole = |phases: &BTreeMap<String, (String, i64)>| {
         let mut queued: Vec<i64> = phases
             .values()
@@ -440,9 +466,10 @@ async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whol
             .map(|(_, q)| *q)
             .collect();
         queued.sort_unstable();
-        queued == [1, 2, 3]
+        queued == [1, 2, 3, 4]
             && phases["backup1"] == ("InProgress".to_owned(), 0)
             && phases["backup5"] == ("ReadyToStart".to_owned(), 0)
+            && phases["backup6"] == ("Queued".to_owned(), 4)
     };
     controller
         .until(
@@ -459,6 +486,8 @@ async fn a_second_writer_of_queue_positions_is_reported_and_the_queue_stays_whol
             },
         )
         .await;
+    let (status, _) = controller.http_get("/readyz").await.unwrap();
+    assert_eq!(status, 200);
     let (_, body) = controller.http_get("/metrics").await.unwrap();
     assert!(
         metric(&body, "backup_queue_controller_foreign_queue_writers_total") >= 1.0,
@@ -526,6 +555,10 @@ fn check_audit(log: &Path, velero: &Velero, restart: (jiff::Timestamp, jiff::Tim
             (
                 "patch events.k8s.io/events",
                 "an Event repeated within its series; none in this run",
+            ),
+            (
+                "get apps/deployments",
+                "reads the Velero server's Deployment; this bed has none (404)",
             ),
         ],
         "backup-queue-controller",
@@ -801,4 +834,215 @@ async fn refuses_velero_1_17_and_follows_the_crd_upgraded_to_1_18_while_running(
 
 async fn controller_ready(controller: &ControllerProcess) -> Option<(u16, String)> {
     controller.http_get("/readyz").await.ok()
+}
+
+/// The Velero server's metrics server always binds :8080, so one bed with
+/// Velero runs at a time.
+static VELERO_BED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A bed running the real Velero 1.18 server with `velero_args` added to
+/// its arguments, and the controller's manifests applied in Velero's
+/// namespace `velero`. The bed has no kubelet, so a Deployment `velero`
+/// describing that server (its arguments, a finished rollout) is created
+/// for the controller to read.
+async fn velero_bed(velero_args: &[&str]) -> (Testbed, Velero) {
+    let bed = start_bed(
+        Testbed::builder()
+            .with_velero()
+            .velero_args(velero_args.iter().copied()),
+    )
+    .await;
+    let namespace = "velero".to_owned();
+    let manifests = render(ManifestScope::Namespaced, &namespace, DEFAULT_IMAGE).unwrap();
+    let deployed = deploy::deploy_manifests(&bed, &manifests, Some(&namespace))
+        .await
+        .unwrap();
+    let mut args = vec!["server", "--namespace=velero", "--log-level=info"];
+    args.extend_from_slice(velero_args);
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(bed.client(), &namespace);
+    let deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "velero"},
+        "spec": {
+            "selector": {"matchLabels": {"deploy": "velero"}},
+            "template": {
+                "metadata": {"labels": {"deploy": "velero"}},
+                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.18.3",
+                                         "command": ["/velero"], "args": args}]}
+            }
+        }
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    deployments
+        .patch_status(
+            "velero",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let client = bed.client();
+    let velero = Velero {
+        backups: Api::namespaced(client.clone(), &namespace),
+        events: Api::namespaced(client, &namespace),
+        namespace,
+        deployed,
+        manifests,
+    };
+    (bed, velero)
+}
+
+/// The field managers in a Backup's `managedFields`.
+async fn managers(velero: &Velero, name: &str) -> Vec<String> {
+    velero
+        .backups
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| e.manager)
+        .collect()
+}
+
+#[tokio::test]
+async fn with_velero_s_queue_enabled_the_controller_writes_nothing_and_names_the_flag() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let _one_velero = VELERO_BED.lock().await;
+    let (bed, velero) = velero_bed(&[]).await;
+    let controller = velero
+        .launch(&bed)
+        .await
+        .arg("--velero-queue-recheck", "2")
+        .spawn()
+        .unwrap();
+    // Velero's queue controller queues and starts the Backup, its backup
+    // controller then fails it (the bed has no backup storage location).
+    velero.create("b1", &["default"], "").await;
+    controller
+        .until(
+            "/readyz 503 naming the flag",
+            Duration::from_secs(30),
+            || async {
+                let Ok((status, body)) = controller.http_get("/readyz").await else {
+                    return seen(false, "/readyz does not answer yet");
+                };
+                seen(
+                    status == 503
+                        && body.contains("--disable-controllers=backup-queue")
+                        && body.contains("Deployment velero/velero"),
+                    (status, body),
+                )
+            },
+        )
+        .await;
+    controller
+        .until(
+            "Velero failed b1's validation",
+            Duration::from_secs(30),
+            || async {
+                let phases = velero.phases().await;
+                seen(phases["b1"].0 == "FailedValidation", phases)
+            },
+        )
+        .await;
+    let written_by = managers(&velero, "b1").await;
+    assert!(
+        written_by.iter().any(|m| m == "velero-server"),
+        "Velero's server writes as velero-server: {written_by:?}"
+    );
+    assert!(
+        !written_by.iter().any(|m| m == "backup-queue-controller"),
+        "the controller wrote b1: {written_by:?}"
+    );
+    let events = velero.events().await;
+    assert!(
+        events.iter().any(|(o, r, n)| o == "velero"
+            && r == "VeleroQueueEnabled"
+            && n.contains("--disable-controllers=backup-queue")),
+        "{events:?}"
+    );
+    let (_, body) = controller.http_get("/metrics").await.unwrap();
+    assert_eq!(
+        metric(&body, "backup_queue_controller_velero_queue_running"),
+        1.0,
+        "{body}"
+    );
+    // Without the Deployment, Velero's own writes (seen on b1's way through
+    // its queue) keep the controller stopped.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(bed.client(), "velero");
+    deployments
+        .delete("velero", &DeleteParams::default())
+        .await
+        .unwrap();
+    controller
+        .until(
+            "/readyz 503 naming Velero's manager",
+            Duration::from_secs(30),
+            || async {
+                let Ok((status, body)) = controller.http_get("/readyz").await else {
+                    return seen(false, "/readyz does not answer yet");
+                };
+                seen(
+                    status == 503
+                        && body.contains("velero-server")
+                        && body.contains("--disable-controllers=backup-queue"),
+                    (status, body),
+                )
+            },
+        )
+        .await;
+    controller.stop_cleanly().await;
+}
+
+#[tokio::test]
+async fn with_velero_s_queue_disabled_the_controller_runs_the_queue() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let _one_velero = VELERO_BED.lock().await;
+    let (bed, velero) = velero_bed(&["--disable-controllers=backup-queue"]).await;
+    let controller = velero
+        .launch(&bed)
+        .await
+        .arg("--velero-queue-recheck", "2")
+        .spawn()
+        .unwrap();
+    velero.create("b1", &["default"], "").await;
+    // The controller starts b1; Velero's backup controller picks it up and
+    // fails it (no backup storage location).
+    controller
+        .until(
+            "Velero failed b1's validation",
+            Duration::from_secs(30),
+            || async {
+                let phases = velero.phases().await;
+                seen(phases["b1"].0 == "FailedValidation", phases)
+            },
+        )
+        .await;
+    let events = velero.events().await;
+    assert!(
+        events.iter().any(|(o, r, _)| o == "b1" && r == "Started"),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|(_, r, _)| r == "VeleroQueueEnabled"),
+        "{events:?}"
+    );
+    let (status, body) = controller.http_get("/readyz").await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    controller.stop_cleanly().await;
 }

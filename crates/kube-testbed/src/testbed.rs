@@ -76,6 +76,7 @@ pub struct Builder {
     velero: bool,
     watch_cache: bool,
     apiserver_args: Vec<String>,
+    velero_args: Vec<String>,
     ready_timeout: Duration,
 }
 
@@ -88,6 +89,7 @@ impl Default for Builder {
             velero: false,
             watch_cache: true,
             apiserver_args: Vec::new(),
+            velero_args: Vec::new(),
             ready_timeout: Duration::from_secs(120),
         }
     }
@@ -143,6 +145,17 @@ impl Builder {
         S: Into<String>,
     {
         self.apiserver_args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds arguments to `velero server`'s (with [`Builder::with_velero`]),
+    /// e.g. `--disable-controllers=backup-queue`.
+    pub fn velero_args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.velero_args.extend(args.into_iter().map(Into::into));
         self
     }
 
@@ -433,7 +446,7 @@ impl Testbed {
             bed.start_scheduler().await?;
         }
         if options.velero {
-            bed.start_velero().await?;
+            bed.start_velero(&options.velero_args).await?;
         }
         Ok(bed)
     }
@@ -518,7 +531,7 @@ impl Testbed {
         Ok(())
     }
 
-    async fn start_velero(&mut self) -> Result<(), Error> {
+    async fn start_velero(&mut self, extra_args: &[String]) -> Result<(), Error> {
         let started = Instant::now();
         let component = Component::Velero;
         // controller-runtime's metrics server inside `velero server` always
@@ -535,7 +548,7 @@ impl Testbed {
         self.apply_yaml(VELERO_IDENTITY).await?;
         let identity = self.service_account_kubeconfig("velero", "velero").await?;
         let [metrics, profiler] = free_ports()?;
-        let args = vec![
+        let mut args = vec![
             "server".to_owned(),
             format!("--kubeconfig={}", identity.display()),
             "--namespace=velero".to_owned(),
@@ -543,6 +556,7 @@ impl Testbed {
             format!("--profiler-address=127.0.0.1:{profiler}"),
             "--log-level=info".to_owned(),
         ];
+        args.extend(extra_args.iter().cloned());
         // Velero keeps credential files under $TMPDIR/credentials: the
         // bed's own directory, not the machine's /tmp.
         let tmp = self.files.root.join("velero-tmp");
