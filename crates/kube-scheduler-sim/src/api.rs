@@ -434,9 +434,10 @@ pub fn schedule_snapshot(
     state.evaluate(&incoming, opts)
 }
 
-/// Place every pending pod (no `spec.nodeName`) in order of creation time,
-/// then namespace and name (pods without a creation time first), each
-/// placement updating the state. Entry point of `policyctl schedule --all`.
+/// Place every pending pod (no `spec.nodeName`) in kube-scheduler's queue
+/// order (C.72): the highest priority first, then creation time (pods
+/// without one first), then namespace and name; each placement updates the
+/// state. Entry point of `policyctl schedule --all`.
 pub fn schedule_all(
     nodes: &[Node],
     namespaces: &[Namespace],
@@ -512,8 +513,12 @@ pub fn schedule_all_snapshot(
                 .is_none_or(str::is_empty)
         })
         .collect();
+    // kube-scheduler's queue order (PrioritySort, C.72): the highest
+    // priority first, then the pod that entered the queue first (its
+    // creation, for a batch), then namespace/name for a stable order.
     pending.sort_by_key(|p| {
         (
+            std::cmp::Reverse(pod_priority(p)),
             p.metadata.creation_timestamp.as_ref().map(|t| t.0),
             namespace_or_default(p.metadata.namespace.as_deref()).to_owned(),
             p.metadata.name.clone(),

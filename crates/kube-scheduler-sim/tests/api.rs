@@ -78,6 +78,33 @@ fn schedule_all_places_pending_pods_in_namespace_name_order() {
     );
 }
 
+/// kube-scheduler's queue (C.72): the highest priority goes first, even
+/// when a lower-priority pod is older or sorts first by name.
+#[test]
+fn schedule_all_places_the_highest_priority_first() {
+    let mut spec = anti_host();
+    spec["priority"] = json!(1000);
+    let pods = vec![
+        pod("prod", "db-0", &[("app", "db")], None, anti_host()),
+        pod("prod", "db-1", &[("app", "db")], None, anti_host()),
+        pod("prod", "db-urgent", &[("app", "db")], None, spec),
+    ];
+    let r = schedule_all(&two_nodes(), &[], &pods, &Options::default()).unwrap();
+    let got: Vec<(&str, Option<&str>)> = r
+        .placements
+        .iter()
+        .map(|p| (p.pod.as_str(), p.node.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("prod/db-urgent", Some("n1")),
+            ("prod/db-0", Some("n2")),
+            ("prod/db-1", None)
+        ]
+    );
+}
+
 #[test]
 fn add_pod_rejects_pending_unknown_node_and_duplicate_pods() {
     let mut state = ClusterState::new(&two_nodes(), &[], &[], true);

@@ -230,7 +230,8 @@ fn short_name(plugin: Plugin) -> &'static str {
     }
 }
 
-/// `schedule --all`: every unbound pod placed in order of creation time,
+/// `schedule --all`: every unbound pod placed in kube-scheduler's queue
+/// order (highest priority, then creation time),
 /// then `namespace/name`, each placement updating the cluster.
 pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, CommandError> {
     let cluster = Cluster::from_inventory(inventory);
@@ -254,7 +255,7 @@ pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, Comma
         .filter_map(|p| p.reason.as_ref().map(|r| (p.pod.clone(), json!(r))))
         .collect();
     let text = format!(
-        "{} pending pod(s) placed in order of creation time:\n\n{}",
+        "{} pending pod(s) placed in queue order (highest priority, then oldest, first):\n\n{}",
         batch.placements.len(),
         table(
             &["order", "pod", "node", "reason"],
