@@ -138,12 +138,9 @@ fn a_small_restore_gets_none_and_an_immediate_cache_class_is_a_warning() {
     );
 }
 
-/// A restore pod already created with its cache claim: `diagnose` checks
-/// the claim like any volume, so a cache volume provisioned away from the
-/// pinned node is named as the reason.
-#[test]
-fn diagnose_names_a_cache_volume_provisioned_away_from_the_pinned_node() {
-    let objects = "apiVersion: v1
+/// A restore pod pinned to worker-1 whose cache claim was provisioned (the
+/// class binds immediately) on worker-2.
+const PINNED_RESTORE_WITH_A_FAR_CACHE: &str = "apiVersion: v1
 kind: Node
 metadata: {name: worker-1, labels: {kubernetes.io/hostname: worker-1, kubernetes.io/os: linux}}
 status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}
@@ -194,6 +191,13 @@ spec:
     persistentVolumeClaim: {claimName: restore-shop-x7k2p-cache}
 status: {phase: Pending}
 ";
+
+/// A restore pod already created with its cache claim: `diagnose` checks
+/// the claim like any volume, so a cache volume provisioned away from the
+/// pinned node is named as the reason.
+#[test]
+fn diagnose_names_a_cache_volume_provisioned_away_from_the_pinned_node() {
+    let objects = PINNED_RESTORE_WITH_A_FAR_CACHE;
     let run = run_with_stdin(
         &[
             "-f",
@@ -216,4 +220,35 @@ status: {phase: Pending}
         "{document}"
     );
     assert_eq!(document["nodes"]["worker-1"]["fits"], false, "{document}");
+}
+
+/// `schedule` runs kube-scheduler's filters on the same pod: the cache
+/// claim's volume keeps it off the one node it is pinned to.
+#[test]
+fn schedule_finds_no_node_for_a_restore_pinned_away_from_its_cache_volume() {
+    let run = run_with_stdin(
+        &[
+            "-f",
+            "-",
+            "schedule",
+            "--pod",
+            "velero/restore-shop-x7k2p",
+            "-o",
+            "json",
+        ],
+        PINNED_RESTORE_WITH_A_FAR_CACHE,
+    );
+    let document: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {} {}", run.stdout, run.stderr));
+    assert_eq!(document["feasible"], json!([]), "{document}");
+    assert_eq!(
+        document["unschedulable"]["worker-1"],
+        "node(s) didn't match PersistentVolume's node affinity",
+        "{document}"
+    );
+    let summary = document["summary"].to_string();
+    assert!(
+        summary.contains("1 node(s) didn't match PersistentVolume's node affinity"),
+        "{document}"
+    );
 }
