@@ -7,6 +7,7 @@
 //! read (from `-f` or live), each such inventory joins the file-given ones,
 //! so every command that reads a HostInventory finds it in either form.
 
+use anti_affinity_placement::hosts::inventory::KIND;
 use serde_json::Value;
 
 use crate::cli::{ConfigMapRef, GlobalArgs};
@@ -26,10 +27,16 @@ pub fn adopt(inventory: &mut Inventory, global: &GlobalArgs) -> Result<(), Comma
             .iter()
             .filter_map(|(name, located)| {
                 let text = located.object.data.as_ref()?.get(key)?;
-                let document = single_document(&holder(name, key), text).ok()?;
-                declares_host_inventory(&document).then(|| (name.to_string(), document))
+                match single_document(&holder(name, key), text) {
+                    Ok(document) => {
+                        declares_host_inventory(&document).then(|| Ok((name.to_string(), document)))
+                    }
+                    // Unreadable text is someone else's, unless it says it
+                    // is a HostInventory: then its problem is the answer.
+                    Err(error) => text.contains(KIND).then_some(Err(error)),
+                }
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         for (name, document) in found {
             add(inventory, &name, key, document)?;
         }

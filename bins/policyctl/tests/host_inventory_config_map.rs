@@ -153,3 +153,20 @@ fn commands_that_read_no_host_inventory_ignore_the_flag() {
     );
     assert_eq!(run.exit, Exit::Success, "{}", run.stderr);
 }
+
+#[test]
+fn an_unreadable_inventory_under_the_key_is_an_error_not_a_missing_inventory() {
+    let broken = "apiVersion: policyctl/v1alpha1\nkind: HostInventory\nhosts: [\n";
+    let run = hosts_plan(
+        &[config_map("kube-system", "hosts", "inventory.yaml", broken)],
+        &[],
+    );
+    assert_eq!(run.exit, Exit::Failure);
+    assert!(
+        run.stderr
+            .starts_with("error: ConfigMap kube-system/hosts, data key \"inventory.yaml\""),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("no HostInventory"), "{}", run.stderr);
+}
