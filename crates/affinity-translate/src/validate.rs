@@ -297,17 +297,23 @@ pub(crate) fn annotation_keys(
     }
 }
 
+/// Why the API server refuses the label `key: value` (empty when it
+/// accepts it).
+pub(crate) fn label_errors(key: &str, value: &str) -> Vec<String> {
+    validate_qualified_name(key)
+        .into_iter()
+        .map(|e| format!("key {key:?}: {e}"))
+        .chain(
+            validate_label_value(value)
+                .into_iter()
+                .map(|e| format!("value {value:?}: {e}")),
+        )
+        .collect()
+}
+
 fn pod_labels(labels: &BTreeMap<String, String>, out: &mut Vec<Finding>) {
     for (key, value) in labels {
-        let errors: Vec<String> = validate_qualified_name(key)
-            .into_iter()
-            .map(|e| format!("key {key:?}: {e}"))
-            .chain(
-                validate_label_value(value)
-                    .into_iter()
-                    .map(|e| format!("value {value:?}: {e}")),
-            )
-            .collect();
+        let errors = label_errors(key, value);
         if !errors.is_empty() {
             out.push(Finding::error(
                 FindingKind::InvalidName,

@@ -53,32 +53,7 @@ pub fn run(input: &ConfigInput, strict: bool) -> Result<CommandResult, CommandEr
         }
         Ok(_) => {}
     }
-    if findings.is_empty() {
-        text.push_str("No findings.\n");
-    } else {
-        let errors = findings.iter().filter(|f| f.severity == "error").count();
-        text.push_str(&format!(
-            "{} finding(s): {errors} error(s), {} warning(s)\n\n",
-            findings.len(),
-            findings.len() - errors
-        ));
-        text.push_str(&fitted_table(
-            &["severity", "path", "message", "velero"],
-            findings.iter().map(|f| {
-                [
-                    f.severity.to_owned(),
-                    if f.path.is_empty() {
-                        "<document>".to_owned()
-                    } else {
-                        f.path.clone()
-                    },
-                    f.message.clone(),
-                    f.velero.clone(),
-                ]
-            }),
-        ));
-        text.push_str(&rule_footer(findings.iter().map(|f| f.velero.as_str())));
-    }
+    text.push_str(&findings_text(&findings));
     Ok(CommandResult {
         output: Output {
             document,
@@ -99,6 +74,37 @@ pub struct FindingRow {
     pub message: String,
     /// What Velero does with it.
     pub velero: String,
+}
+
+/// The findings as a table with its counts and the rule footer, or
+/// `No findings.`.
+pub fn findings_text(findings: &[FindingRow]) -> String {
+    if findings.is_empty() {
+        return "No findings.\n".to_owned();
+    }
+    let errors = findings.iter().filter(|f| f.severity == "error").count();
+    let mut text = format!(
+        "{} finding(s): {errors} error(s), {} warning(s)\n\n",
+        findings.len(),
+        findings.len() - errors
+    );
+    text.push_str(&fitted_table(
+        &["severity", "path", "message", "velero"],
+        findings.iter().map(|f| {
+            [
+                f.severity.to_owned(),
+                if f.path.is_empty() {
+                    "<document>".to_owned()
+                } else {
+                    f.path.clone()
+                },
+                f.message.clone(),
+                f.velero.clone(),
+            ]
+        }),
+    ));
+    text.push_str(&rule_footer(findings.iter().map(|f| f.velero.as_str())));
+    text
 }
 
 impl From<&Finding> for FindingRow {

@@ -27,7 +27,7 @@ use velero_api::BackupRepository;
 
 use crate::Exit;
 use crate::cli::ConfigMapRef;
-use crate::commands::config_check::rule_footer;
+use crate::commands::config_check::{self, FindingRow};
 use crate::commands::render;
 use crate::commands::schedule::Cluster;
 use crate::commands::{CommandError, CommandResult};
@@ -550,35 +550,8 @@ pub fn append_check(
 
 /// The findings as `config check` prints them, with the rule footer.
 fn findings_text(findings: &[Finding]) -> String {
-    if findings.is_empty() {
-        return "No findings.\n".to_owned();
-    }
-    let errors = findings
-        .iter()
-        .filter(|f| f.severity == affinity_translate::Severity::Error)
-        .count();
-    let mut text = format!(
-        "{} finding(s): {errors} error(s), {} warning(s)\n\n",
-        findings.len(),
-        findings.len() - errors
-    );
-    text.push_str(&fitted_table(
-        &["severity", "path", "message", "velero"],
-        findings.iter().map(|f| {
-            [
-                f.severity.to_string(),
-                if f.path.is_empty() {
-                    "<document>".to_owned()
-                } else {
-                    f.path.clone()
-                },
-                f.message.clone(),
-                f.velero.clone(),
-            ]
-        }),
-    ));
-    text.push_str(&rule_footer(findings.iter().map(|f| f.velero.as_str())));
-    text
+    let rows: Vec<FindingRow> = findings.iter().map(FindingRow::from).collect();
+    config_check::findings_text(&rows)
 }
 
 /// The report's section, when the input has BackupRepositories or the

@@ -3,15 +3,13 @@
 
 use std::collections::BTreeSet;
 
-use kube_validation::{
-    Quantity, validate_dns1123_subdomain, validate_label_value, validate_qualified_name,
-};
+use kube_validation::{Quantity, validate_dns1123_subdomain};
 
 use crate::finding::{Finding, FindingKind};
 use crate::maintenance::config::JobConfig;
 use crate::maintenance::job::{JobError, ServerPodTemplate, maintenance_job};
 use crate::maintenance::load::{GLOBAL_KEY, MaintenanceConfig, MaintenanceConfigError, prefixed};
-use crate::validate::{annotation_keys, node_affinity_selector};
+use crate::validate::{annotation_keys, label_errors, node_affinity_selector};
 
 /// What the findings can be checked against, when the input has it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -206,15 +204,7 @@ fn entry_findings(
     }
     if let Some(labels) = config.labels() {
         for (label, value) in labels {
-            let errors: Vec<String> = validate_qualified_name(label)
-                .into_iter()
-                .map(|e| format!("key {label:?}: {e}"))
-                .chain(
-                    validate_label_value(value)
-                        .into_iter()
-                        .map(|e| format!("value {value:?}: {e}")),
-                )
-                .collect();
+            let errors = label_errors(label, value);
             if !errors.is_empty() {
                 out.push(Finding::error(
                     FindingKind::InvalidName,
