@@ -23,6 +23,8 @@ static INLINE_LINK: LazyLock<Regex> = LazyLock::new(|| {
 });
 static REFERENCE_DEFINITION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s{0,3}\[[^\]]+\]:\s*(\S+)").unwrap_or_else(|e| panic!("{e}")));
+static GLUED_HEADING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\S\s+(#{1,6}\s+\S.*)$").unwrap_or_else(|e| panic!("{e}")));
 static CODE_SPAN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"`+[^`]*`+").unwrap_or_else(|e| panic!("{e}")));
 
@@ -108,6 +110,24 @@ pub fn relative_links(text: &str) -> Vec<(usize, String)> {
             if !target.is_empty() && !has_scheme {
                 out.push((n, target.to_owned()));
             }
+        }
+    }
+    out
+}
+
+/// Heading markers glued onto the end of a paragraph line (`… text. ## Next
+/// section`), which Markdown renders as text, not as a heading: the 1-based
+/// line and the glued heading. Code spans, indented code and fenced code
+/// blocks are not prose and are skipped.
+pub fn glued_headings(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (number, line) in prose_lines(text) {
+        if line.trim_start().starts_with('#') || line.starts_with("    ") {
+            continue;
+        }
+        let prose = CODE_SPAN.replace_all(line, "``");
+        if let Some(glued) = GLUED_HEADING.captures(&prose).and_then(|c| c.get(1)) {
+            out.push((number, glued.as_str().trim_end().to_owned()));
         }
     }
     out

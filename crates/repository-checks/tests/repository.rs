@@ -87,6 +87,32 @@ fn relative_markdown_links_resolve() {
 }
 
 #[test]
+fn every_heading_marker_in_markdown_starts_its_own_line() {
+    let mut findings = Vec::new();
+    for (path, text) in text_files(&repository_root()).unwrap() {
+        if path.ends_with(".md") {
+            for (line, heading) in markdown::glued_headings(&text) {
+                findings.push(Finding {
+                    path: path.clone(),
+                    line,
+                    message: format!("`{heading}` is glued onto a paragraph and does not render"),
+                });
+            }
+        }
+    }
+    fail_on("headings that do not start their own line", &findings);
+}
+
+#[test]
+fn the_glued_heading_check_sees_a_glued_heading_and_nothing_else() {
+    let text = "Some text. ## Next section\n\n## A real heading\n\nIssue #12 and `a ## b`.\n\n```sh\necho x # comment\n```\n";
+    assert_eq!(
+        markdown::glued_headings(text),
+        vec![(1, "## Next section".to_owned())]
+    );
+}
+
+#[test]
 fn behaviour_anchors_named_in_any_text_resolve() {
     let root = repository_root();
     let mut findings = Vec::new();
