@@ -84,6 +84,9 @@ const CONFIG_OPTIONS: &[&str] = &["config", "config_map", "velero_version"];
 /// The option of the repository-maintenance job configuration.
 const MAINTENANCE_OPTIONS: &[&str] = &["maintenance_config_map"];
 
+/// The option choosing the kube-scheduler release the simulator follows.
+const SCHEDULER_OPTIONS: &[&str] = &["kubernetes_version"];
+
 /// The options naming a HostInventory ConfigMap.
 const INVENTORY_OPTIONS: &[&str] = &["inventory_config_map", "inventory_key"];
 
@@ -103,8 +106,23 @@ const LIVE_OPTIONS: &[&str] = &[
 /// check`, `maintenance` and `report` read the repository-maintenance
 /// configuration, `host-labels sanitize` reads no objects, `rbac` only
 /// where the named ConfigMaps live, and only `hosts`, `host-labels`,
-/// `modules` and `report` read a HostInventory.
+/// `modules` and `report` read a HostInventory, and only `schedule`,
+/// `diagnose`, `capacity`, `maintenance` and `report` simulate
+/// kube-scheduler.
 pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
+    (&["config", "check"], SCHEDULER_OPTIONS),
+    (&["concurrency"], SCHEDULER_OPTIONS),
+    (&["affinity"], SCHEDULER_OPTIONS),
+    (&["queue"], SCHEDULER_OPTIONS),
+    (&["soothe"], SCHEDULER_OPTIONS),
+    (&["host-labels"], SCHEDULER_OPTIONS),
+    (&["host-labels", "sanitize"], SCHEDULER_OPTIONS),
+    (&["modules"], SCHEDULER_OPTIONS),
+    (&["hosts"], SCHEDULER_OPTIONS),
+    (&["hosts", "plan"], SCHEDULER_OPTIONS),
+    (&["hosts", "rebalance"], SCHEDULER_OPTIONS),
+    (&["hosts", "scale-down"], SCHEDULER_OPTIONS),
+    (&["rbac"], SCHEDULER_OPTIONS),
     (&["config", "check"], INVENTORY_OPTIONS),
     (&["concurrency"], INVENTORY_OPTIONS),
     (&["concurrency"], MAINTENANCE_OPTIONS),
@@ -257,6 +275,18 @@ pub struct GlobalArgs {
         value_name = "VERSION"
     )]
     pub velero_version: Option<affinity_translate::VeleroVersion>,
+
+    /// The Kubernetes release whose kube-scheduler the scheduling answers
+    /// follow (its default profile, scores and messages): 1.34, 1.35, 1.36
+    /// or 1.37 (a patch such as `v1.37.2` is accepted). Default: in live
+    /// mode the API server's own release (`/version`), else the newest.
+    #[arg(
+        long = "kubernetes-version",
+        global = true,
+        env = "POLICYCTL_KUBERNETES_VERSION",
+        value_name = "VERSION"
+    )]
+    pub kubernetes_version: Option<kube_scheduler_sim::KubernetesVersion>,
 
     /// The ConfigMap holding the HostInventory (`NAME` in any namespace, or
     /// `NAMESPACE/NAME`; in live mode give the namespace, so that it is

@@ -30,6 +30,7 @@ pub mod manifest;
 pub mod output;
 pub mod plugin;
 pub mod reading;
+pub mod release;
 pub mod timeout;
 
 use std::io::{Read, Write};
@@ -174,6 +175,11 @@ fn try_run(
     if live::kinds::reads_host_inventory(&cli.command) {
         host_source::adopt(&mut inventory, &cli.global)?;
     }
+    inventory.kubernetes = release::resolve(
+        cli.global.kubernetes_version,
+        inventory.server_version.as_ref(),
+        stderr,
+    );
     let completeness = completeness::Completeness::of(&cli.command, &cli.global, &inventory);
     let mut result = match commands::execute(&cli.command, &cli.global, &inventory, stderr) {
         Ok(result) => result,
@@ -188,6 +194,11 @@ fn try_run(
             });
         }
     };
+    if live::kinds::simulates_scheduler(&cli.command)
+        && let serde_json::Value::Object(document) = &mut result.output.document
+    {
+        document.insert("kubernetesVersion".to_owned(), inventory.kubernetes.json());
+    }
     let allow_partial = cli.global.allow_partial;
     if let Some(completeness) = &completeness {
         completeness.annotate(&mut result.output, allow_partial);

@@ -53,6 +53,10 @@
 //! (a pod's effective requests, a node's allocatable) is public for other
 //! crates.
 //!
+//! Releases: the simulator follows one Kubernetes release's kube-scheduler
+//! at a time, 1.34 to 1.37 ([`KubernetesVersion`], in
+//! [`Options::kubernetes_version`]; default the newest), C.73–C.74.
+//!
 //! Node selection is deterministic (M.2, C.22): the feasible node with
 //! the highest weighted total of the normalised scores
 //! ([`ScheduleResult::totals`], C.21), ties to the first node in name order.
@@ -74,6 +78,7 @@ pub mod resources;
 mod result;
 mod skip;
 mod state;
+mod version;
 pub mod volumes;
 mod workloads;
 
@@ -96,6 +101,7 @@ pub use result::{
 };
 pub use skip::{DEFAULT_SCHEDULER_NAME, SchedulingSkip, nominated_node, scheduling_skip};
 pub use state::{ClusterState, PodId, StateError};
+pub use version::{KubernetesVersion, VersionError};
 pub use volumes::StorageObjects;
 pub use workloads::Workloads;
 

@@ -28,6 +28,10 @@ pub struct Options {
     /// every pod's NodeAffinity score. `None` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_affinity: Option<k8s_openapi::api::core::v1::NodeAffinity>,
+    /// The Kubernetes release whose kube-scheduler is followed (C.73);
+    /// default the newest supported.
+    #[serde(default)]
+    pub kubernetes_version: crate::KubernetesVersion,
 }
 
 impl Default for Options {
@@ -38,6 +42,7 @@ impl Default for Options {
             score_all_nodes: false,
             merge_match_label_keys: true,
             added_affinity: None,
+            kubernetes_version: crate::KubernetesVersion::LATEST,
         }
     }
 }

@@ -5,7 +5,7 @@ mod oracle;
 mod support;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube_scheduler_sim::{ClusterState, Options, capacity_copy};
+use kube_scheduler_sim::{ClusterState, KubernetesVersion, Options, capacity_copy};
 use oracle as reference;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -313,7 +313,12 @@ fn cluster() -> impl Strategy<Value = Cluster> {
         affinity(),
         incoming_extra(),
     );
-    let opts = (0..3i64, any::<bool>(), any::<bool>());
+    let opts = (
+        0..3i64,
+        any::<bool>(),
+        any::<bool>(),
+        0..KubernetesVersion::ALL.len(),
+    );
     let node_extras = prop::collection::vec(node_extra(), 7);
     let pod_extras = prop::collection::vec(resources_extra(), 10);
     let incoming_extras = (resources_extra(), tolerations_extra());
@@ -404,6 +409,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                 score_all_nodes: opts.2,
                 merge_match_label_keys: true,
                 added_affinity: None,
+                kubernetes_version: KubernetesVersion::ALL[opts.3],
             };
             Cluster {
                 nodes,

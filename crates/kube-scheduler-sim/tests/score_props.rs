@@ -6,7 +6,7 @@ mod oracle;
 mod support;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube_scheduler_sim::{Options, SCORE_WEIGHTS};
+use kube_scheduler_sim::{KubernetesVersion, Options, SCORE_WEIGHTS};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use support::*;
@@ -95,15 +95,26 @@ proptest! {
         prop_assert!((0..=100).contains(&r1.scores.node_resources_fit.raw["a"]));
     }
 
-    /// NodeResourcesBalancedAllocation: within 0–100, and 100 when the pod
-    /// and the node use cpu and memory in the same proportion.
+    /// NodeResourcesBalancedAllocation on an empty node: a pod that uses
+    /// cpu and memory in the node's proportion scores the best balance
+    /// (100) up to 1.35 and "no change" (75) from 1.36, when the score is
+    /// the change of the balance; any pod scores within 0–100 up to 1.35
+    /// and within 50–100 from 1.36.
     #[test]
-    fn balanced_allocation_is_100_for_equal_fractions(units in 1u32..8, scale in 1u32..4) {
+    fn balanced_allocation_rewards_equal_fractions_in_every_release(
+        units in 1u32..8,
+        scale in 1u32..4,
+        version in 0..KubernetesVersion::ALL.len(),
+    ) {
+        let version = KubernetesVersion::ALL[version];
         let nodes = vec![node_with("a", 1000 * scale, 1000 * scale, 0, &[]), node_with("b", 1000, 4000, 0, &[])];
         let p = requesting("p", None, 100 * units, 100 * units, &[], Value::Null);
-        let r = eval(&nodes, &[], &[], &p, &all_nodes());
-        prop_assert_eq!(r.scores.node_resources_balanced_allocation.raw["a"], 100);
-        prop_assert!((0..=100).contains(&r.scores.node_resources_balanced_allocation.raw["b"]));
+        let options = Options { kubernetes_version: version, ..all_nodes() };
+        let r = eval(&nodes, &[], &[], &p, &options);
+        let (balanced, range) = if version >= KubernetesVersion::V1_36 { (75, 50..=100) } else { (100, 0..=100) };
+        prop_assert_eq!(r.scores.node_resources_balanced_allocation.raw["a"], balanced);
+        prop_assert!(range.contains(&r.scores.node_resources_balanced_allocation.raw["b"]));
+        prop_assert!(r.scores.node_resources_balanced_allocation.raw["b"] <= balanced);
     }
 
     /// ImageLocality: within 0–100, and a node holding the pod's image never

@@ -14,7 +14,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube_scheduler_sim::{Options, Plugin, ScheduleResult};
+use kube_scheduler_sim::{KubernetesVersion, Options, Plugin, ScheduleResult};
 use serde_json::{Value, json};
 use support::*;
 
@@ -364,17 +364,11 @@ fn least_allocated_counts_100m_and_200mi_for_containers_without_requests() {
     assert_eq!(r.selected.as_deref(), Some("b"));
 }
 
-// TestNodeResourcesBalancedAllocation (noderesources/balanced_allocation_test.go),
-// the rows with cpu and memory.
+// TestNodeResourcesBalancedAllocation (noderesources/balanced_allocation_test.go
+// at v1.35.4), the rows with cpu and memory: the score of the balance after
+// placing the pod (C.43).
 #[test]
-fn balanced_allocation_table() {
-    type Row<'a> = (
-        &'a str,
-        Pod,
-        Vec<Node>,
-        Vec<Pod>,
-        Option<&'a [(&'a str, i64)]>,
-    );
+fn balanced_allocation_table_up_to_1_35() {
     let two =
         |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
     let cpu_only = |name: &str, node: &str| {
@@ -391,7 +385,7 @@ fn balanced_allocation_table() {
             &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
         )
     };
-    let rows: Vec<Row> = vec![
+    let rows: Vec<BalancedRow> = vec![
         (
             "nothing scheduled, nothing requested, skip in PreScore",
             pod_req("p", None, &[]),
@@ -457,8 +451,117 @@ fn balanced_allocation_table() {
             Some(&[("node1", 100), ("node2", 100)]),
         ),
     ];
+    let up_to_1_35 = Options {
+        kubernetes_version: KubernetesVersion::V1_35,
+        ..all_nodes()
+    };
+    check_balanced_allocation_rows(rows, &up_to_1_35);
+}
+
+// TestNodeResourcesBalancedAllocation (noderesources/balanced_allocation_test.go
+// at v1.37.2; the same table at v1.36.3), the rows with cpu and memory: the
+// score of the change the pod makes to the balance (C.74).
+#[test]
+fn balanced_allocation_table_since_1_36() {
+    let two =
+        |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
+    let cpu_only = |name: &str, node: &str| {
+        pod_req(
+            name,
+            Some(node),
+            &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))],
+        )
+    };
+    let cpu_and_memory = |name: &str, node: &str| {
+        pod_req(
+            name,
+            Some(node),
+            &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+        )
+    };
+    let incoming = || {
+        pod_req(
+            "p",
+            None,
+            &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+        )
+    };
+    let rows: Vec<BalancedRow> = vec![
+        (
+            "nothing scheduled, nothing requested, skip in PreScore",
+            pod_req("p", None, &[]),
+            two(("4000m", "10000"), ("4000m", "10000")),
+            vec![],
+            None,
+        ),
+        (
+            // node1: 100 before, 87 after → 50 + (50 − 13) / 2 = 68;
+            // node2: 100 → 100 → 75.
+            "nothing scheduled, resources requested, differently sized nodes",
+            incoming(),
+            two(("4000m", "10000"), ("6000m", "10000")),
+            vec![],
+            Some(&[("node1", 68), ("node2", 75)]),
+        ),
+        (
+            // node1: 85 → 82, node2: 97 → 95.
+            "resources requested, pods scheduled with resources",
+            incoming(),
+            two(("10000m", "20000"), ("10000m", "20000")),
+            vec![cpu_only("e1", "node1"), cpu_and_memory("e2", "node2")],
+            Some(&[("node1", 73), ("node2", 74)]),
+        ),
+        (
+            // node2: 90 → 80.
+            "resources requested, pods scheduled with resources, differently sized nodes",
+            incoming(),
+            two(("10000m", "20000"), ("10000m", "50000")),
+            vec![cpu_only("e1", "node1"), cpu_and_memory("e2", "node2")],
+            Some(&[("node1", 73), ("node2", 70)]),
+        ),
+        (
+            // node1: 50 → 100, node2: 100 → 50.
+            "resources requested, pods scheduled with resources, nodes to reach min/max score",
+            pod_req("p", None, &[(None, Some("2000")), (None, Some("3000"))]),
+            two(("3000m", "5000"), ("3000m", "5000")),
+            vec![cpu_only("e1", "node1")],
+            Some(&[("node1", 100), ("node2", 50)]),
+        ),
+        (
+            // node1: 75 → 50, node2: 100 → 75.
+            "requested resources at node capacity",
+            pod_req(
+                "p",
+                None,
+                &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))],
+            ),
+            two(("6000m", "10000"), ("6000m", "10000")),
+            vec![cpu_only("e1", "node1"), cpu_and_memory("e2", "node2")],
+            Some(&[("node1", 62), ("node2", 62)]),
+        ),
+    ];
+    for version in [KubernetesVersion::V1_36, KubernetesVersion::V1_37] {
+        let options = Options {
+            kubernetes_version: version,
+            ..all_nodes()
+        };
+        check_balanced_allocation_rows(rows.clone(), &options);
+    }
+}
+
+/// A row of the balanced-allocation tables: name, incoming pod, nodes,
+/// existing pods, expected scores (`None`: the plugin skips).
+type BalancedRow<'a> = (
+    &'a str,
+    Pod,
+    Vec<Node>,
+    Vec<Pod>,
+    Option<&'a [(&'a str, i64)]>,
+);
+
+fn check_balanced_allocation_rows(rows: Vec<BalancedRow<'_>>, options: &Options) {
     for (name, p, nodes, existing, want) in rows {
-        let r = eval(&nodes, &[], &existing, &p, &all_nodes());
+        let r = eval(&nodes, &[], &existing, &p, options);
         let s = &r.scores.node_resources_balanced_allocation;
         match want {
             None => assert!(s.skipped && s.raw.is_empty(), "{name}"),

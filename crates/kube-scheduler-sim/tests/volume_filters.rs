@@ -21,8 +21,7 @@ use serde_json::{Value, json};
 use support::*;
 
 const DISK: &str = "node(s) had no available disk";
-const RWOP: &str =
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+const RWOP: &str = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
 const MAX_VOLUMES: &str = "node(s) exceed max volume count";
 const NODE_CONFLICT: &str = "node(s) didn't match PersistentVolume's node affinity";
 const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";

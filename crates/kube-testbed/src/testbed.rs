@@ -72,6 +72,7 @@ impl fmt::Display for Component {
 pub struct Builder {
     layout: Option<Layout>,
     scheduler: bool,
+    percentage_of_nodes_to_score: Option<u8>,
     controller_manager: bool,
     velero: bool,
     watch_cache: bool,
@@ -85,6 +86,7 @@ impl Default for Builder {
         Builder {
             layout: None,
             scheduler: false,
+            percentage_of_nodes_to_score: None,
             controller_manager: false,
             velero: false,
             watch_cache: true,
@@ -105,6 +107,18 @@ impl Builder {
     /// Also runs kube-scheduler (default profile, no leader election).
     pub fn with_scheduler(mut self) -> Self {
         self.scheduler = true;
+        self
+    }
+
+    /// Runs kube-scheduler (see [`Builder::with_scheduler`]) with
+    /// `percentageOfNodesToScore` set (1–100), in a
+    /// KubeSchedulerConfiguration file. By default kube-scheduler stops
+    /// filtering in clusters of 100 nodes or more once it has found an
+    /// adaptive share of feasible nodes; 100 makes it filter and score
+    /// every node, as the simulator does.
+    pub fn scheduler_percentage_of_nodes_to_score(mut self, percentage: u8) -> Self {
+        self.scheduler = true;
+        self.percentage_of_nodes_to_score = Some(percentage.clamp(1, 100));
         self
     }
 
@@ -232,6 +246,8 @@ pub struct Testbed {
     logs: BTreeMap<Component, PathBuf>,
     startup: Vec<(Component, Duration)>,
     controller_manager: bool,
+    /// kube-scheduler's secure port, when the bed runs it.
+    scheduler_port: Option<u16>,
     ready_timeout: Duration,
 }
 
@@ -437,13 +453,15 @@ impl Testbed {
             logs,
             startup,
             controller_manager: options.controller_manager,
+            scheduler_port: None,
             ready_timeout: options.ready_timeout,
         };
         if options.controller_manager {
             bed.start_controller_manager().await?;
         }
         if options.scheduler {
-            bed.start_scheduler().await?;
+            bed.start_scheduler(options.percentage_of_nodes_to_score)
+                .await?;
         }
         if options.velero {
             bed.start_velero(&options.velero_args).await?;
@@ -502,15 +520,17 @@ impl Testbed {
         Ok(())
     }
 
-    async fn start_scheduler(&mut self) -> Result<(), Error> {
+    async fn start_scheduler(
+        &mut self,
+        percentage_of_nodes_to_score: Option<u8>,
+    ) -> Result<(), Error> {
         let started = Instant::now();
         let component = Component::KubeScheduler;
         let [port] = free_ports()?;
         let identity = self.component_kubeconfig("system:kube-scheduler")?;
         let (cert, key) = self.serving_files("kube-scheduler")?;
         let kubeconfig = identity.display().to_string();
-        let args = vec![
-            format!("--kubeconfig={kubeconfig}"),
+        let mut args = vec![
             format!("--authentication-kubeconfig={kubeconfig}"),
             format!("--authorization-kubeconfig={kubeconfig}"),
             "--bind-address=127.0.0.1".to_owned(),
@@ -518,17 +538,64 @@ impl Testbed {
             format!("--tls-cert-file={cert}"),
             format!("--tls-private-key-file={key}"),
             format!("--client-ca-file={}", self.files.pki("ca.crt").display()),
-            "--leader-elect=false".to_owned(),
-            // As scheduler_perf runs it: the client is never the limit.
-            "--kube-api-qps=5000".to_owned(),
-            "--kube-api-burst=5000".to_owned(),
             "--profiling=false".to_owned(),
         ];
+        match percentage_of_nodes_to_score {
+            // Flags only: the default profile and kube-scheduler's defaults.
+            None => args.extend([
+                format!("--kubeconfig={kubeconfig}"),
+                "--leader-elect=false".to_owned(),
+                // As scheduler_perf runs it: the client is never the limit.
+                "--kube-api-qps=5000".to_owned(),
+                "--kube-api-burst=5000".to_owned(),
+            ]),
+            // The same settings in a configuration file (which makes
+            // kube-scheduler ignore those flags), with the percentage.
+            Some(percentage) => {
+                let config = format!(
+                    "apiVersion: kubescheduler.config.k8s.io/v1\n\
+                     kind: KubeSchedulerConfiguration\n\
+                     clientConnection:\n  kubeconfig: {kubeconfig:?}\n  qps: 5000\n  burst: 5000\n\
+                     leaderElection:\n  leaderElect: false\n\
+                     percentageOfNodesToScore: {percentage}\n"
+                );
+                let path = self.files.root.join("kube-scheduler-config.yaml");
+                std::fs::write(&path, config).map_err(|source| Error::Io {
+                    context: format!("writing {}", path.display()),
+                    source,
+                })?;
+                args.push(format!("--config={}", path.display()));
+            }
+        }
         let health = self.tls_probe_config(port).await?;
         self.launch(component, &args, &[], Probe::Ok(health, "/readyz"))
             .await?;
+        self.scheduler_port = Some(port);
         self.startup.push((component, started.elapsed()));
         Ok(())
+    }
+
+    /// kube-scheduler's `/metrics` (Prometheus text format), read over its
+    /// secure port with the admin token, which the scheduler's delegated
+    /// authentication and authorization accept.
+    pub async fn scheduler_metrics(&self) -> Result<String, Error> {
+        let Some(port) = self.scheduler_port else {
+            return Err(Error::InvalidArgument(
+                "the bed runs no kube-scheduler (Builder::with_scheduler)".to_owned(),
+            ));
+        };
+        let mut config = self.tls_probe_config(port).await?;
+        config.auth_info.token = Some(self.admin_token.clone().into());
+        config.read_timeout = Some(Duration::from_secs(30));
+        let client = kube::Client::try_from(config)
+            .map_err(|e| Error::kube("cannot make a client for kube-scheduler", e))?;
+        let request = http::Request::get("/metrics")
+            .body(Vec::new())
+            .map_err(|e| Error::InvalidArgument(format!("a /metrics request: {e}")))?;
+        client
+            .request_text(request)
+            .await
+            .map_err(|e| Error::kube("cannot read kube-scheduler's /metrics", e))
     }
 
     async fn start_velero(&mut self, extra_args: &[String]) -> Result<(), Error> {

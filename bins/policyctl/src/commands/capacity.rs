@@ -195,11 +195,17 @@ fn missing_keys_note(missing: &BTreeMap<String, (usize, Vec<String>)>) -> Option
     ))
 }
 
-/// Capacity of `pod` over a copy of `state`.
-fn compute(state: &ClusterState, pod: &Pod, max: usize) -> Result<Capacity, String> {
+/// Capacity of `pod` over a copy of `state`, with the scheduler options
+/// of the release the answers follow.
+fn compute(
+    state: &ClusterState,
+    pod: &Pod,
+    max: usize,
+    options: &Options,
+) -> Result<Capacity, String> {
     state
         .clone()
-        .capacity(pod, max, &Options::default())
+        .capacity(pod, max, options)
         .map_err(|error| format!("cannot compute the capacity: {error}"))
 }
 
@@ -246,7 +252,7 @@ pub fn run(inventory: &Inventory, args: &CapacityArgs) -> Result<Output, Command
         }
     };
     let result = state(inventory)
-        .and_then(|state| compute(&state, &pod, args.max))
+        .and_then(|state| compute(&state, &pod, args.max, &inventory.kubernetes.options()))
         .map_err(CommandError::Input)?;
     let name = pod.metadata.name.clone().unwrap_or_default();
     let namespace = namespace_or_default(pod.metadata.namespace.as_deref());
@@ -363,7 +369,14 @@ pub fn report_section(inventory: &Inventory) -> Option<(String, Value)> {
             .get_or_insert_with(|| state(inventory))
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|state| compute(state, &pod, DEFAULT_MAX_COPIES));
+            .and_then(|state| {
+                compute(
+                    state,
+                    &pod,
+                    DEFAULT_MAX_COPIES,
+                    &inventory.kubernetes.options(),
+                )
+            });
         match outcome {
             Ok(result) => {
                 // Copies on nodes without a key of the pod's rules are not

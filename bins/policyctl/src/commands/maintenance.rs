@@ -185,7 +185,7 @@ pub fn answers(
         _ => None,
     };
     let cluster = Cluster::from_inventory(inventory);
-    let options = Options::default();
+    let options = inventory.kubernetes.options();
     let mut state = ClusterState::from_snapshot(
         &cluster.nodes,
         &cluster.namespaces,

@@ -127,7 +127,7 @@ pub fn execute(
                     .ignore_preferred_terms_of_existing_pods,
                 score_all_nodes: args.score_all_nodes,
                 added_affinity: read_added_affinity(args.added_affinity.as_deref())?,
-                ..Options::default()
+                ..inventory.kubernetes.options()
             };
             match &args.pod {
                 Some(pod) => schedule::run_one(inventory, pod, &options),
@@ -154,7 +154,7 @@ pub fn execute(
             let config = config_source::resolve(global, inventory, stderr)?;
             let options = Options {
                 added_affinity: read_added_affinity(args.added_affinity.as_deref())?,
-                ..Options::default()
+                ..inventory.kubernetes.options()
             };
             diagnose::run(config.config()?, inventory, &args.pod, &options)
                 .map(CommandResult::success)

@@ -404,6 +404,19 @@ pub fn reads_host_inventory(command: &Command) -> bool {
     )
 }
 
+/// Whether `command` simulates kube-scheduler, and so follows a
+/// Kubernetes release ([`crate::release`]).
+pub fn simulates_scheduler(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Schedule(_)
+            | Command::Diagnose(_)
+            | Command::Capacity(_)
+            | Command::Maintenance
+            | Command::Report(_)
+    )
+}
+
 /// What a command reads in live mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Needs {

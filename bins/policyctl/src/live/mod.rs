@@ -153,8 +153,47 @@ pub fn load(
             };
             listed.add_velero_deployment(&mut inventory).await;
         }
+        // The API server's release is the one whose kube-scheduler the
+        // scheduling answers follow, unless the flag names one.
+        if global.kubernetes_version.is_none() && kinds::simulates_scheduler(command) {
+            inventory.server_version =
+                server_version(&client, global.live.request_timeout, stderr).await;
+        }
         Ok(inventory)
     })
+}
+
+/// The API server's `/version`; when it cannot be read (in time), a note
+/// says so and the answers follow the newest supported release.
+async fn server_version(
+    client: &kube::Client,
+    timeout: crate::timeout::RequestTimeout,
+    stderr: &mut dyn Write,
+) -> Option<crate::release::ServerVersion> {
+    let answer = client.apiserver_version();
+    let read = match timeout.0 {
+        None => answer.await.map_err(|error| chain(&error)),
+        Some(limit) => match tokio::time::timeout(limit, answer).await {
+            Ok(result) => result.map_err(|error| chain(&error)),
+            Err(_) => Err(format!("no answer within {}s", limit.as_secs())),
+        },
+    };
+    match read {
+        Ok(info) => Some(crate::release::ServerVersion {
+            major: info.major,
+            minor: info.minor,
+            git_version: info.git_version,
+        }),
+        Err(error) => {
+            // If standard error is gone there is nowhere to note it.
+            let _ = writeln!(
+                stderr,
+                "note: cannot read the API server's /version ({error}); the scheduling answers follow Kubernetes {}, the newest supported release (set --kubernetes-version to choose)",
+                kube_scheduler_sim::KubernetesVersion::LATEST
+            );
+            None
+        }
+    }
 }
 
 /// The client of the options, and the server URL for messages.

@@ -135,6 +135,12 @@ pub struct Inventory {
     /// How the objects were read: from files, or listed from a cluster,
     /// with the kinds that could not be listed.
     pub reading: crate::reading::Reading,
+    /// In live mode, the API server's `/version`, when a command that
+    /// simulates kube-scheduler asked for it and the server answered.
+    pub server_version: Option<crate::release::ServerVersion>,
+    /// The Kubernetes release whose kube-scheduler the answers follow,
+    /// resolved before a command runs ([`crate::release::resolve`]).
+    pub kubernetes: crate::release::KubernetesRelease,
 }
 
 impl Inventory {

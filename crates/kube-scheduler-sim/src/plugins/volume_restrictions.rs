@@ -23,8 +23,7 @@ use crate::volumes::{NodeVolumes, Storage};
 pub const DISK_CONFLICT: &str = "node(s) had no available disk";
 /// kube-scheduler's reason for a ReadWriteOncePod claim in use
 /// (`ErrReasonReadWriteOncePodConflict`).
-pub const READ_WRITE_ONCE_POD_CONFLICT: &str =
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+pub const READ_WRITE_ONCE_POD_CONFLICT: &str = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
 
 /// PreFilter's result when the plugin is not skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]

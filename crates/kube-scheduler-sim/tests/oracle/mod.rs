@@ -21,8 +21,8 @@ use k8s_openapi::api::core::v1::{
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kube_scheduler_sim::{
-    Code, Failure, Options, Plugin, PluginScores, PodSelector, Reason, ScheduleResult, Scores,
-    StorageObjects, Workloads, apply_match_label_keys,
+    Code, Failure, KubernetesVersion, Options, Plugin, PluginScores, PodSelector, Reason,
+    ScheduleResult, Scores, StorageObjects, Workloads, apply_match_label_keys,
 };
 use kube_validation::{ParseError, node_selector_field_requirement, node_selector_requirement};
 
@@ -788,19 +788,27 @@ pub fn evaluate_all(
                     };
                     let f =
                         |req: i64, cap: i64| (cap != 0).then(|| (req as f64 / cap as f64).min(1.0));
-                    let fractions: Vec<f64> = [
-                        f(used("cpu") + want_cpu, cap_cpu),
-                        f(used("memory") + want_mem, cap_mem),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                    let std = if fractions.len() == 2 {
-                        ((fractions[0] - fractions[1]) / 2.0).abs()
-                    } else {
-                        0.0
+                    let balance = |cpu: i64, memory: i64| -> i64 {
+                        let fractions: Vec<f64> = [f(cpu, cap_cpu), f(memory, cap_mem)]
+                            .into_iter()
+                            .flatten()
+                            .collect();
+                        let std = if fractions.len() == 2 {
+                            ((fractions[0] - fractions[1]) / 2.0).abs()
+                        } else {
+                            0.0
+                        };
+                        ((1.0 - std) * 100.0) as i64
                     };
-                    (node_name(n).to_owned(), ((1.0 - std) * 100.0) as i64)
+                    let after = balance(used("cpu") + want_cpu, used("memory") + want_mem);
+                    // From 1.36 the score is the change of the balance (C.74).
+                    let score = if opts.kubernetes_version >= KubernetesVersion::V1_36 {
+                        let before = balance(used("cpu"), used("memory"));
+                        50 + (50 + after - before) / 2
+                    } else {
+                        after
+                    };
+                    (node_name(n).to_owned(), score)
                 })
                 .collect(),
         )

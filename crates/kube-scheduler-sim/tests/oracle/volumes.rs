@@ -445,7 +445,7 @@ pub fn node_failure(
     if rwop_in_use {
         return Some(unschedulable(
             Plugin::VolumeRestrictions,
-            "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode",
+            "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod",
         ));
     }
     // NodeVolumeLimits.

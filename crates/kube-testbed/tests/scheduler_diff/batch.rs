@@ -24,8 +24,9 @@
 //!   rejected first is retried by kube-scheduler when another pod is bound
 //!   (its queueing hints move it back, and with an empty active queue it is
 //!   taken from the backoff queue at once), so it may bind after later pods;
-//!   a pod that fits nowhere at its turn but on its real node once every
-//!   other real placement is made is counted as bound on a retry, and for
+//!   a pod that fits nowhere at its turn but on its real node once the
+//!   real placements of some of the pods after it are made is counted as
+//!   bound on a retry, and for
 //!   the pods after it both states (with and without such a pod) are
 //!   accepted, as its binding time is not known.
 
@@ -82,6 +83,35 @@ fn top_nodes(state: &ClusterState, pod: &Pod) -> (Vec<String>, Vec<String>) {
         super::Expected::OneOf(top) => (top, result.feasible),
         _ => (Vec::new(), Vec::new()),
     }
+}
+
+/// Whether the pod at `position`, which fit nowhere at its turn, fits on
+/// `node` once some of the later pods are placed where kube-scheduler put
+/// them: after the real placements of the first `k` pods of the queue
+/// (itself left out), for some `k` past its turn. A rejected pod is
+/// retried when another pod is bound, so it may be placed at any such
+/// moment; which one, no object records.
+fn fits_on_a_retry(
+    base: &ClusterState,
+    created: &[Pod],
+    real: &[Real],
+    position: usize,
+    node: &str,
+) -> bool {
+    let pod = &created[position];
+    let mut state = base.clone();
+    for k in 0..created.len() {
+        if k != position
+            && let Real::Bound(placed) = &real[k]
+            && let Err(error) = state.add_pod(&with_node(&created[k], placed))
+        {
+            panic!("the simulator refused a bound pod: {error}");
+        }
+        if k >= position && top_nodes(&state, pod).1.iter().any(|n| n == node) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Creates `pending` together in kube-scheduler's queue order, waits for
@@ -187,14 +217,7 @@ pub async fn check(
     }
 
     // The real placements, replayed in queue order.
-    let mut everything = base.clone();
-    for (pod, real) in created.iter().zip(&real) {
-        if let Real::Bound(node) = real
-            && let Err(error) = everything.add_pod(&with_node(pod, node))
-        {
-            panic!("seed {seed}: the simulator refused a bound pod: {error}");
-        }
-    }
+    let decisions: &[Real] = &real;
     let mut mismatches = Vec::new();
     let mut follow = base.clone();
     // The state without the pods bound on a retry (their binding time is
@@ -218,18 +241,22 @@ pub async fn check(
                         panic!("seed {seed}: the simulator refused a bound pod: {error}");
                     }
                 } else {
-                    let mut others = everything.clone();
-                    others.remove_pod_named(&ns, &name);
-                    let (_, feasible) = top_nodes(&others, pod);
-                    if top.is_empty() && feasible.contains(node) {
+                    if top.is_empty() && fits_on_a_retry(base, &created, decisions, position, node)
+                    {
                         tally.retried += 1;
                         any_retried = true;
                         println!(
                             "seed {seed}: batch pod {ns}/{name} bound to {node} on a retry (it fit nowhere at its turn)"
                         );
                     } else {
+                        let why = follow
+                            .evaluate(pod, &Options::default())
+                            .ok()
+                            .and_then(|r| r.summary)
+                            .unwrap_or_default();
                         mismatches.push(format!(
-                            "seed {seed}: batch pod {ns}/{name} (queue position {position})\n  simulator following the real placements expects one of {top:?}\n  real kube-scheduler: {real:?}\n"
+                            "seed {seed}: batch pod {ns}/{name} (queue position {position})\n  simulator following the real placements expects one of {top:?} ({why})\n  real kube-scheduler: {real:?}\n  pod: {}\n",
+                            serde_json::to_string(pod).unwrap_or_default()
                         ));
                         if let Err(error) = without_retried.add_pod(&bound) {
                             panic!("seed {seed}: the simulator refused a bound pod: {error}");

@@ -20,10 +20,6 @@ pub const KNOWN_DEVIATIONS: &[&str] = &[
     "preemption: pending pods use PriorityClasses with preemptionPolicy Never (the simulator \
      does not preempt; the real message then ends in a fixed PostFilter text, or in ' not found' \
      after a PreFilter rejection)",
-    "REQUESTS_IN_ONE_RATIO: every node has 2 GiB of memory allocatable per CPU and every pod \
-     requests both or neither in that ratio, so that NodeResourcesBalancedAllocation scores every \
-     node alike (kube-scheduler 1.36 scores the change of a node's balance, the simulator, after \
-     1.35, the balance with the pod)",
 ];
 
 /// The PriorityClasses pending pods use: (name, value), all with
@@ -95,8 +91,8 @@ const IMAGES: &[(&str, i64)] = &[
     ("registry.example/db:2", 600_000_000),
     ("registry.example/tool:3", 40_000_000),
 ];
-/// Requests of a bound pod's container, (cpu, memory), two GiB per CPU
-/// like the nodes' allocatable; `("", "")` requests nothing.
+/// Requests of a bound pod's container, (cpu, memory); cpu and memory
+/// are picked independently, and `""` requests nothing.
 const EXISTING_REQUESTS: [(&str, &str); 5] = [
     ("", ""),
     ("125m", "256Mi"),
@@ -104,7 +100,7 @@ const EXISTING_REQUESTS: [(&str, &str); 5] = [
     ("500m", "1Gi"),
     ("1", "2Gi"),
 ];
-/// Requests of a pending pod's container, in the same ratio.
+/// Requests of a pending pod's container.
 const PENDING_REQUESTS: [(&str, &str); 7] = [
     ("", ""),
     ("125m", "256Mi"),
@@ -121,7 +117,6 @@ const ZONE: &str = "topology.kubernetes.io/zone";
 /// What one seed knows while it generates: names and the zones in use.
 struct Ctx {
     rng: Rng,
-    ratio: Ratio,
     prefix: String,
     zones: Vec<&'static str>,
     node_names: Vec<String>,
@@ -131,23 +126,11 @@ struct Ctx {
     unbound_claims: [Vec<String>; 2],
 }
 
-/// How pods' cpu and memory requests relate to each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ratio {
-    /// REQUESTS_IN_ONE_RATIO: 2 GiB of memory per CPU in every node's
-    /// allocatable and every request (a pod requests both or neither).
-    Fixed,
-    /// Independent cpu and memory requests, nodes of several ratios: the
-    /// 1.36 NodeResourcesBalancedAllocation score then differs.
-    Free,
-}
-
 /// The cluster of `seed`.
-pub fn cluster(seed: u64, ratio: Ratio) -> Cluster {
+pub fn cluster(seed: u64) -> Cluster {
     let prefix = format!("s{seed}");
     let mut ctx = Ctx {
         rng: Rng::new(seed),
-        ratio,
         namespaces: [format!("{prefix}-a"), format!("{prefix}-b")],
         prefix,
         zones: Vec::new(),
@@ -237,13 +220,9 @@ fn node(ctx: &mut Ctx, index: usize, seed: u64) -> Node {
     }
     let unschedulable = rng.chance(7);
 
-    // Two GiB of memory per CPU on every node, as every pod requests
-    // (see REQUESTS_IN_ONE_RATIO).
-    let mut sizes = [("2", "4Gi"), ("4", "8Gi"), ("4000m", "8Gi"), ("8", "16Gi")];
-    if ctx.ratio == Ratio::Free {
-        sizes[1].1 = "4Gi";
-        sizes[3].1 = "12Gi";
-    }
+    // Nodes of several cpu:memory ratios, so that
+    // NodeResourcesBalancedAllocation tells nodes apart.
+    let sizes = [("2", "4Gi"), ("4", "4Gi"), ("4000m", "8Gi"), ("8", "12Gi")];
     let (cpu, memory) = *rng.pick(&sizes);
     let pods = if rng.chance(15) {
         rng.range(1, 4).to_string()
@@ -379,12 +358,11 @@ fn pod_labels(rng: &mut Rng) -> serde_json::Map<String, Value> {
     labels
 }
 
-fn container(rng: &mut Rng, requests: &[(&str, &str)], ratio: Ratio, host_port: bool) -> Value {
-    let (mut cpu, mut memory) = *rng.pick(requests);
-    if ratio == Ratio::Free {
-        cpu = rng.pick(requests).0;
-        memory = rng.pick(requests).1;
-    }
+fn container(rng: &mut Rng, requests: &[(&str, &str)], host_port: bool) -> Value {
+    // cpu and memory picked independently: any ratio, or one without the
+    // other.
+    let cpu = rng.pick(requests).0;
+    let memory = rng.pick(requests).1;
     let mut requests = serde_json::Map::new();
     if !cpu.is_empty() {
         requests.insert("cpu".into(), json!(cpu));
@@ -459,7 +437,7 @@ fn existing_pod(ctx: &mut Ctx, index: usize) -> Pod {
     let labels = pod_labels(&mut ctx.rng);
     let node = ctx.rng.pick(&ctx.node_names).clone();
     let host_port = ctx.rng.chance(10);
-    let main = container(&mut ctx.rng, &EXISTING_REQUESTS, ctx.ratio, host_port);
+    let main = container(&mut ctx.rng, &EXISTING_REQUESTS, host_port);
     let mut affinity = serde_json::Map::new();
     let mut pod_anti = serde_json::Map::new();
     let mut pod_aff = serde_json::Map::new();
@@ -613,7 +591,7 @@ fn pending_pod(ctx: &mut Ctx, index: usize) -> Pod {
     let own_ns = ctx.rng.below(2);
     let labels = pod_labels(&mut ctx.rng);
     let host_port = ctx.rng.chance(10);
-    let main = container(&mut ctx.rng, &PENDING_REQUESTS, ctx.ratio, host_port);
+    let main = container(&mut ctx.rng, &PENDING_REQUESTS, host_port);
     let mut spec = json!({
         "containers": [main],
         "priorityClassName": ctx.rng.pick(PRIORITY_CLASSES).0,
@@ -686,39 +664,34 @@ mod tests {
     use super::*;
     use kube_scheduler_sim::resources::{node_allocatable, pod_requests};
 
-    const GIB: i64 = 1024 * 1024 * 1024;
-
-    /// REQUESTS_IN_ONE_RATIO, which keeps the 1.36 balanced-allocation
-    /// score out: 2 GiB per CPU everywhere, or no request at all.
+    /// The clusters exercise NodeResourcesBalancedAllocation: nodes of
+    /// several cpu:memory ratios, and pods whose requests are in another
+    /// ratio than their node's.
     #[test]
-    fn fixed_ratio_clusters_request_two_gib_per_cpu_everywhere() {
-        for seed in 0..200 {
-            let c = cluster(seed, Ratio::Fixed);
+    fn clusters_mix_cpu_to_memory_ratios() {
+        let mut node_ratios = std::collections::BTreeSet::new();
+        let mut pod_ratios = std::collections::BTreeSet::new();
+        for seed in 0..50 {
+            let c = cluster(seed);
             for node in &c.nodes {
                 let a = node_allocatable(node).ok().flatten().unwrap_or_default();
-                assert_eq!(
-                    a.memory * 1000,
-                    a.milli_cpu * 2 * GIB,
-                    "{:?}",
-                    node.metadata.name
-                );
+                node_ratios.insert(a.memory / a.milli_cpu.max(1));
             }
             for pod in c.existing.iter().chain(&c.pending) {
                 let r = pod_requests(pod).unwrap_or_default();
-                assert_eq!(
-                    r.memory * 1000,
-                    r.milli_cpu * 2 * GIB,
-                    "{:?}",
-                    pod.metadata.name
-                );
+                if r.milli_cpu > 0 && r.memory > 0 {
+                    pod_ratios.insert(r.memory / r.milli_cpu);
+                }
             }
         }
+        assert!(node_ratios.len() >= 3, "node ratios: {node_ratios:?}");
+        assert!(pod_ratios.len() >= 5, "pod ratios: {pod_ratios:?}");
     }
 
     #[test]
     fn the_same_seed_gives_the_same_cluster() {
-        let a = cluster(7, Ratio::Fixed);
-        let b = cluster(7, Ratio::Fixed);
+        let a = cluster(7);
+        let b = cluster(7);
         let json = |c: &Cluster| {
             serde_json::to_string(&(
                 &c.nodes,

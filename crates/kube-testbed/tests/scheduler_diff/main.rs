@@ -22,24 +22,21 @@
 //! binds ([`capacity`]), and the simulator's batch with the real scheduler
 //! placing the pending pods created together ([`batch`]).
 //!
-//! A bound pod whose node differs only because kube-scheduler 1.36 changed
-//! the NodeResourcesBalancedAllocation score ([`balance`]) is counted
-//! apart, as that known deviation; the generator keeps it out unless
-//! `SCHEDULER_DIFF_FREE_REQUESTS=1`.
+//! The simulator follows the bed's release (its default,
+//! [`kube_scheduler_sim::KubernetesVersion::LATEST`], is the bed's
+//! kube-scheduler minor), scores included.
 //!
 //! `SCHEDULER_DIFF_SEED=<n>` runs one seed (to reproduce a mismatch);
 //! `SCHEDULER_DIFF_SEEDS=<count>` runs seeds `SCHEDULER_DIFF_FIRST_SEED`
 //! (default 0) onwards; by default [`DEFAULT_SEEDS`] seeds run, which keeps
 //! the test under a minute on two cores.
 
-mod balance;
 mod batch;
 mod capacity;
 #[path = "../common/mod.rs"]
 mod common;
 mod generate;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::start;
@@ -48,7 +45,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube_scheduler_sim::{ClusterState, Options, ScheduleResult, StorageObjects, Workloads};
+use kube_scheduler_sim::{
+    ClusterState, KubernetesVersion, Options, ScheduleResult, StorageObjects, Workloads,
+};
 use kube_testbed::Testbed;
 use serde_json::json;
 
@@ -74,16 +73,6 @@ fn env_u64(name: &str) -> Option<u64> {
     match value.trim().parse() {
         Ok(n) => Some(n),
         Err(_) => panic!("{name}={value:?} is not a number"),
-    }
-}
-
-/// The generator's request ratio: `SCHEDULER_DIFF_FREE_REQUESTS=1` lifts
-/// the restriction that keeps the 1.36 NodeResourcesBalancedAllocation
-/// change out of the scores.
-fn ratio() -> generate::Ratio {
-    match env_u64("SCHEDULER_DIFF_FREE_REQUESTS") {
-        Some(1) => generate::Ratio::Free,
-        _ => generate::Ratio::Fixed,
     }
 }
 
@@ -176,9 +165,6 @@ struct Tally {
     bound: u64,
     unschedulable: u64,
     agreed: u64,
-    /// Placements that differ only by the 1.36 NodeResourcesBalancedAllocation
-    /// score ([`balance`]).
-    balance_since_1_36: u64,
     /// The capacity comparison ([`capacity`]).
     capacity: capacity::CapacityTally,
     /// The batch comparison ([`batch`]).
@@ -314,11 +300,10 @@ fn report(seed: u64, pod: &Pod, result: &ScheduleResult, want: &Expected, real: 
 async fn run_seed(
     client: &kube::Client,
     seed: u64,
-    ratio: generate::Ratio,
     tally: &mut Tally,
     mismatches: &mut Vec<String>,
 ) {
-    let cluster = generate::cluster(seed, ratio);
+    let cluster = generate::cluster(seed);
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let nodes: Api<Node> = Api::all(client.clone());
     let post = PostParams::default();
@@ -405,27 +390,6 @@ async fn run_seed(
         Ok(list) => list.items,
         Err(error) => panic!("listing namespaces: {error}"),
     };
-    let allocatable: BTreeMap<String, balance::CpuMemory> = created_nodes
-        .iter()
-        .map(|n| {
-            (
-                n.metadata.name.clone().unwrap_or_default(),
-                balance::allocatable(n),
-            )
-        })
-        .collect();
-    // The actual requests of the pods on each node, for the 1.36 score.
-    let mut on_node: BTreeMap<String, balance::CpuMemory> = BTreeMap::new();
-    let add_to_node = |on_node: &mut BTreeMap<String, balance::CpuMemory>, pod: &Pod| {
-        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
-            let (cpu, memory) = balance::requests(pod);
-            let entry = on_node.entry(node).or_default();
-            *entry = (entry.0 + cpu, entry.1 + memory);
-        }
-    };
-    for pod in &existing {
-        add_to_node(&mut on_node, pod);
-    }
     let mut sim = ClusterState::new(&created_nodes, &all_namespaces, &existing, true);
     sim.add_workloads(&Workloads {
         services: created_services.clone(),
@@ -466,20 +430,6 @@ async fn run_seed(
         tally.decisions += 1;
         if agrees(&want, &real) {
             tally.agreed += 1;
-        } else if let Real::Bound(node) = &real
-            && balance::top_nodes_since_1_36(
-                &result,
-                balance::requests(&created),
-                &on_node,
-                &allocatable,
-            )
-            .is_some_and(|top| top.contains(node))
-        {
-            tally.balance_since_1_36 += 1;
-            println!(
-                "seed {seed}: {} on {node}: explained by the 1.36 NodeResourcesBalancedAllocation score (simulator: {want:?})",
-                result.pod
-            );
         } else {
             mismatches.push(report(seed, &created, &result, &want, &real));
         }
@@ -493,7 +443,6 @@ async fn run_seed(
                 if let Err(error) = sim.add_pod(&bound) {
                     panic!("seed {seed}: the simulator refused the bound pod {name}: {error}");
                 }
-                add_to_node(&mut on_node, &bound);
             }
             _ => {
                 tally.unschedulable += 1;
@@ -587,16 +536,25 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         return;
     }
     let seeds = seeds();
-    let ratio = ratio();
     let started = Instant::now();
     let bed = start(Testbed::builder().with_scheduler()).await;
+    // Every comparison uses the simulator's default release: it must be
+    // the bed's.
+    let bed_release = bed.versions().kubernetes.parse::<KubernetesVersion>();
+    assert_eq!(
+        bed_release,
+        Ok(Options::default().kubernetes_version),
+        "the bed runs kube-scheduler {}, the simulator follows {} by default",
+        bed.versions().kubernetes,
+        Options::default().kubernetes_version
+    );
     let client = bed.client();
     create_priority_classes(&client).await;
     let mut tally = Tally::default();
     let mut mismatches = Vec::new();
     for seed in &seeds {
         let before = mismatches.len();
-        run_seed(&client, *seed, ratio, &mut tally, &mut mismatches).await;
+        run_seed(&client, *seed, &mut tally, &mut mismatches).await;
         println!(
             "seed {seed}: {} mismatch(es), {} decisions so far",
             mismatches.len() - before,
@@ -604,7 +562,8 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         );
     }
     println!(
-        "scheduler diff ({ratio:?} requests): {} seeds ({}..={}), {} decisions ({} bound, {} unschedulable), {} agreed, {} explained by the 1.36 balanced-allocation score, {} mismatches, {:.1} s",
+        "scheduler diff (Kubernetes {}): {} seeds ({}..={}), {} decisions ({} bound, {} unschedulable), {} agreed, {} mismatches, {:.1} s",
+        Options::default().kubernetes_version,
         tally.seeds,
         seeds.first().copied().unwrap_or_default(),
         seeds.last().copied().unwrap_or_default(),
@@ -612,7 +571,6 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         tally.bound,
         tally.unschedulable,
         tally.agreed,
-        tally.balance_since_1_36,
         mismatches.len(),
         started.elapsed().as_secs_f64()
     );
