@@ -8,9 +8,8 @@
 //!    `--sync-machine-labels`, merged with the plan that copies its Machine's
 //!    managed labels ([`anti_affinity_placement::labels::MachineLabelSync`],
 //!    B.5, B.8; sets win over removals, the host label's value over the
-//!    Machine's), except on Nodes whose `labels-from-machine` annotation
-//!    another field manager (Cluster API) owns: those are left to Cluster
-//!    API's own sync ([`crate::capi_sync`], B.9).
+//!    Machine's), except on Nodes that show Cluster API's own sync: those
+//!    are left to it ([`crate::capi_sync`], B.9).
 //! 2. The audit ([`anti_affinity_placement::labels::audit`]) of the Nodes
 //!    *as they will be after the patches*: replicas of one workload sharing
 //!    a physical host (attributed to their owner), Nodes without the label,
@@ -74,8 +73,7 @@ pub struct Plan {
     /// The cluster-module audit, with `--audit-cluster-modules`.
     pub modules: Option<ModuleAudit>,
     /// With `--sync-machine-labels`: Nodes whose Machine labels are left
-    /// to another writer of `labels-from-machine`, with that writer's field
-    /// manager, sorted by Node.
+    /// to Cluster API's own sync, with the evidence, sorted by Node.
     pub sync_deferred: Vec<(String, String)>,
 }
 
@@ -97,10 +95,10 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
     let mut sync_deferred = Vec::new();
     if config.machine_sync.is_some() {
         for node in index.nodes() {
-            if let Some(manager) = capi_sync::foreign_sync_manager(node, CONTROLLER_NAME) {
+            if let Some(why) = capi_sync::cluster_api_syncs(node, CONTROLLER_NAME) {
                 let name = node.name_any();
                 synced.remove(&name);
-                sync_deferred.push((name, manager.to_owned()));
+                sync_deferred.push((name, why));
             }
         }
         sync_deferred.sort();

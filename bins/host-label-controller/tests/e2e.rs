@@ -239,7 +239,8 @@ async fn dry_run_writes_nothing() {
     cfg.dry_run = true;
     let run = start(&fake, cfg);
     eventually("a full pass was made", SOON, || {
-        run.metrics.node_patches.get() >= 2 && run.metrics.gauges("").shared_host_violations.get() == 1
+        run.metrics.node_patches.get() >= 2
+            && run.metrics.gauges("").shared_host_violations.get() == 1
     })
     .await;
     // A host change is planned too, still without writes.
