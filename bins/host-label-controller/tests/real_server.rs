@@ -782,6 +782,7 @@ async fn all_clusters_keeps_status_in_the_management_cluster_and_follows_rotated
     };
     let node = "worker-0";
     first.create_node(node, &[]).await;
+    let first_kubeconfig = kubeconfig_of(&first).await;
 
     let capi = management.namespace("capi").await.unwrap();
     create_cluster(&management, &capi).await;
@@ -789,7 +790,7 @@ async fn all_clusters_keeps_status_in_the_management_cluster_and_follows_rotated
     secrets
         .create(
             &PostParams::default(),
-            &kubeconfig_secret(&kubeconfig_of(&first).await),
+            &kubeconfig_secret(&first_kubeconfig),
         )
         .await
         .unwrap();
@@ -881,6 +882,23 @@ async fn all_clusters_keeps_status_in_the_management_cluster_and_follows_rotated
     .delete("host-label-controller", &Default::default())
     .await
     .unwrap();
+    let old = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(std::str::from_utf8(&first_kubeconfig).unwrap())
+            .unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let old = Api::<Node>::all(kube::Client::try_from(old).unwrap());
+    controller
+        .until("the old token refused", Duration::from_secs(30), || async {
+            let answer = old.get(node).await.map(|_| ()).map_err(|e| e.to_string());
+            seen(
+                matches!(&answer, Err(e) if e.contains("401") || e.contains("Unauthorized")),
+                answer,
+            )
+        })
+        .await;
     machines.move_to(&capi, "c1-md-0", "esx-03.lab").await;
     controller
         .until(
