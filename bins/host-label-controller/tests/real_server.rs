@@ -483,9 +483,9 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
     let on_management = site(&management, "hlc-management", all_clusters).await;
 
     // The workload cluster: its Nodes, and the controller's ServiceAccount
-    // and RBAC there, in a namespace of the same name (it writes its
-    // status ConfigMap there, see docs/operations.md), which its
-    // kubeconfig Secret authenticates as.
+    // and RBAC there, in a namespace of the same name (the other
+    // deployment of the split below runs there), which its kubeconfig
+    // Secret authenticates as.
     let namespace: Namespace =
         serde_json::from_value(json!({"metadata": {"name": on_management.namespace}})).unwrap();
     Api::<Namespace>::all(workload.client())
@@ -558,22 +558,36 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
     on_workload
         .until_host(&controller, node, "esx-02.lab")
         .await;
-    // The summary of the workload cluster's Nodes, in the workload
-    // cluster.
+    // The summary of the workload cluster's Nodes, in the management
+    // cluster: its entry in the controller's status ConfigMap there.
+    let status_key = format!("{capi}_c1.summary.json");
     controller
         .until(
             "the workload cluster's summary",
             Duration::from_secs(30),
             || async {
-                let status = on_workload
+                let status = on_management
                     .config_maps()
                     .get_opt(STATUS_CONFIGMAP)
                     .await
                     .unwrap();
-                seen(status.is_some(), status)
+                let data = status.and_then(|cm| cm.data).unwrap_or_default();
+                seen(
+                    data.contains_key(&status_key),
+                    data.keys().cloned().collect::<Vec<_>>(),
+                )
             },
         )
         .await;
+    assert!(
+        on_workload
+            .config_maps()
+            .get_opt(STATUS_CONFIGMAP)
+            .await
+            .unwrap()
+            .is_none(),
+        "--all-clusters writes nothing into the workload cluster's namespaces"
+    );
     // The management cluster has no such Node: nothing was written there.
     assert!(
         Api::<Node>::all(management.client())
@@ -621,7 +635,10 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
             on_management.namespace
         ),
         &on_management.manifests,
-        &[],
+        &[(
+            "create core/configmaps",
+            "the status ConfigMap is created by server-side apply, which the authorizer checks as create and the audit log records as patch",
+        )],
         "management cluster (--all-clusters)",
     );
     check_audit(
@@ -639,6 +656,10 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
             (
                 "get core/configmaps",
                 "the inventory source; this run reads Machines",
+            ),
+            (
+                "patch core/configmaps",
+                "the status ConfigMap; with --all-clusters it is in the management cluster",
             ),
             (
                 "list core/configmaps",
