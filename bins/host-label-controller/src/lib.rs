@@ -247,23 +247,69 @@ mod clusters {
         }
     }
 
-    /// One workload cluster until `stop`: its labelling loop with a client
-    /// built from `kubeconfig`, restarted with a new client whenever
-    /// [`until_restart`] finds new credentials. Returns when `stop` fires,
-    /// or when the loop ends on its own or the new credentials are unusable
-    /// (the fleet then starts the cluster afresh).
-    async fn run_cluster(
+    /// What one workload cluster's loop works with, besides its
+    /// connection.
+    struct ClusterContext {
         management: kube::Client,
         cluster: ObjectName,
-        mut kubeconfig: Vec<u8>,
-        mut workload: kube::Client,
-        mut failures: AuthFailures,
         config: Config,
         metrics: Metrics,
         readiness: controller_kit::server::Readiness,
-        stop: Shutdown,
-    ) {
-        let secret = credentials::secret_name(&cluster);
+    }
+
+    /// A workload cluster's client and what it was built from.
+    struct Connection {
+        /// The Secret's kubeconfig bytes.
+        kubeconfig: Vec<u8>,
+        /// The client built from them.
+        client: kube::Client,
+        /// Its `401`/`403` answers.
+        failures: AuthFailures,
+    }
+
+    impl Connection {
+        /// Reads the Secret of `cluster` and builds the client.
+        async fn open(
+            management: &kube::Client,
+            cluster: &ObjectName,
+        ) -> Result<Connection, credentials::CredentialError> {
+            let kubeconfig = credentials::read_kubeconfig(management, cluster).await?;
+            Connection::from_kubeconfig(cluster, kubeconfig).await
+        }
+
+        /// Builds the client from `kubeconfig`.
+        async fn from_kubeconfig(
+            cluster: &ObjectName,
+            kubeconfig: Vec<u8>,
+        ) -> Result<Connection, credentials::CredentialError> {
+            let failures = AuthFailures::default();
+            let client = credentials::workload_client(
+                &credentials::secret_name(cluster),
+                &kubeconfig,
+                failures.clone(),
+            )
+            .await?;
+            Ok(Connection {
+                kubeconfig,
+                client,
+                failures,
+            })
+        }
+    }
+
+    /// One workload cluster until `stop`: its labelling loop through
+    /// `connection`, restarted with a new connection whenever
+    /// [`until_restart`] finds new credentials. Returns when `stop` fires,
+    /// or when the loop ends on its own or the new credentials are unusable
+    /// (the fleet then starts the cluster afresh).
+    async fn run_cluster(context: ClusterContext, mut connection: Connection, stop: Shutdown) {
+        let ClusterContext {
+            management,
+            cluster,
+            config,
+            metrics,
+            readiness,
+        } = context;
         loop {
             let inner = Shutdown::new();
             let status = StatusPlace::Management {
@@ -271,7 +317,7 @@ mod clusters {
                 cluster: cluster.clone(),
             };
             let labelled = label_nodes(
-                workload.clone(),
+                connection.client.clone(),
                 management.clone(),
                 config.clone(),
                 status,
@@ -287,7 +333,7 @@ mod clusters {
                     }
                     return;
                 }
-                restart = until_restart(&management, &cluster, &kubeconfig, &failures, &stop) => restart,
+                restart = until_restart(&management, &cluster, &connection.kubeconfig, &connection.failures, &stop) => restart,
             };
             inner.trigger(ShutdownReason::Requested);
             if let Err(error) = labelled.await {
@@ -296,12 +342,8 @@ mod clusters {
             let Restart::Rotated(bytes) = restart else {
                 return;
             };
-            failures = AuthFailures::default();
-            match credentials::workload_client(&secret, &bytes, failures.clone()).await {
-                Ok(client) => {
-                    workload = client;
-                    kubeconfig = bytes;
-                }
+            match Connection::from_kubeconfig(&cluster, bytes).await {
+                Ok(next) => connection = next,
                 Err(error) => {
                     tracing::warn!(%cluster, %error, "the new credentials are unusable");
                     return;
@@ -337,25 +379,17 @@ mod clusters {
             let mut cluster_config = config.clone();
             cluster_config.cluster = Some(cluster.clone());
             async move {
-                let secret = credentials::secret_name(&cluster);
-                let kubeconfig = credentials::read_kubeconfig(&management, &cluster)
+                let connection = Connection::open(&management, &cluster)
                     .await
                     .map_err(|e| e.to_string())?;
-                let failures = AuthFailures::default();
-                let workload = credentials::workload_client(&secret, &kubeconfig, failures.clone())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(run_cluster(
+                let context = ClusterContext {
                     management,
                     cluster,
-                    kubeconfig,
-                    workload,
-                    failures,
-                    cluster_config,
+                    config: cluster_config,
                     metrics,
                     readiness,
-                    stop,
-                ))
+                };
+                Ok(run_cluster(context, connection, stop))
             }
         };
         fleet::supervise(clusters, &readiness, &shutdown, start)

@@ -37,9 +37,18 @@ pub enum StatusPlace {
 
 impl std::fmt::Debug for StatusPlace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for StatusPlace {
+    /// `workload cluster`, or `management cluster, entries of NS/NAME`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StatusPlace::Workload => f.write_str("Workload"),
-            StatusPlace::Management { cluster, .. } => write!(f, "Management({cluster})"),
+            StatusPlace::Workload => f.write_str("workload cluster"),
+            StatusPlace::Management { cluster, .. } => {
+                write!(f, "management cluster, entries of {cluster}")
+            }
         }
     }
 }

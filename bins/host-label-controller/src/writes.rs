@@ -342,7 +342,7 @@ impl Labeller {
                 Outcome::Done
             }
             Err(refused) => {
-                tracing::warn!(configmap = %target, place = ?self.status, %refused, "cannot write the audit summary");
+                tracing::warn!(configmap = %target, place = %self.status, %refused, "cannot write the audit summary");
                 refused.outcome()
             }
         }
