@@ -158,7 +158,7 @@ mod all_clusters {
     use super::*;
     use host_label_controller::manifests::{DEFAULT_IMAGE, Features, render, render_with};
     use k8s_openapi::ByteString;
-    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
     use kube_fake_api::ResourceId;
     use kube_fake_api::server::Loopback;
 
@@ -250,6 +250,21 @@ mod all_clusters {
         .await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(label(&w2, "n1", CAPV_KEY).as_deref(), Some("esx-02.lab"));
+
+        // The status: one entry per workload cluster, side by side in the
+        // management cluster's ConfigMap; none in the workload clusters.
+        eventually("both entries", Duration::from_secs(10), || {
+            let data = management
+                .get::<ConfigMap>(Some(OPS_NS), STATUS_CM)
+                .unwrap()
+                .and_then(|cm| cm.data)
+                .unwrap_or_default();
+            data.contains_key("capi_c1.summary.json") && data.contains_key("capi_c3.summary.json")
+        })
+        .await;
+        for fake in [&w1, &w3] {
+            assert!(status_summary(fake).is_none());
+        }
 
         shutdown.trigger(ShutdownReason::Requested);
         task.await.unwrap().unwrap();
