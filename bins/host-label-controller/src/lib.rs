@@ -340,6 +340,9 @@ mod clusters {
                 tracing::warn!(%cluster, %error, "the workload cluster's labelling stopped");
             }
             let Restart::Rotated(bytes) = restart else {
+                if !config.dry_run {
+                    forget_if_gone(&management, &cluster, &config.status_configmap).await;
+                }
                 return;
             };
             match Connection::from_kubeconfig(&cluster, bytes).await {
@@ -349,6 +352,28 @@ mod clusters {
                     return;
                 }
             }
+        }
+    }
+
+    /// The loop of `cluster` was stopped: when its Cluster is gone (not
+    /// merely the controller stopping), its status entries go too.
+    async fn forget_if_gone(management: &kube::Client, cluster: &ObjectName, status: &ObjectName) {
+        let clusters: Api<Cluster> = Api::namespaced(management.clone(), &cluster.namespace);
+        let exists = match clusters.list(&Default::default()).await {
+            Ok(list) => list
+                .items
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(cluster.name.as_str())),
+            Err(error) => {
+                tracing::warn!(%cluster, %error, "cannot tell whether the Cluster is gone; keeping its status entry");
+                return;
+            }
+        };
+        if !exists
+            && let Err(error) =
+                crate::status::remove_from_management(management, status, cluster).await
+        {
+            tracing::warn!(%cluster, %error, "cannot remove the gone Cluster's status entry");
         }
     }
 

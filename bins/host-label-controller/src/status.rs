@@ -128,6 +128,34 @@ pub(crate) async fn apply_in_management(
         .map(|_| ())
 }
 
+/// Removes `cluster`'s entries (`summary.json`, `modules.json`) from the
+/// status ConfigMap `target` in the management cluster (its Cluster is
+/// gone). A missing ConfigMap is nothing to remove.
+pub(crate) async fn remove_from_management(
+    client: &kube::Client,
+    target: &ObjectName,
+    cluster: &ObjectName,
+) -> Result<(), kube::Error> {
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &target.namespace);
+    let gone: Map<String, Value> = [
+        crate::config::STATUS_DATA_KEY,
+        crate::config::MODULES_DATA_KEY,
+    ]
+    .iter()
+    .map(|key| (management_key(cluster, key), Value::Null))
+    .collect();
+    let patch = json!({ "data": gone });
+    match api
+        .patch(&target.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -278,6 +278,16 @@ mod all_clusters {
         for fake in [&w1, &w3] {
             assert!(status_summary(fake).is_none());
         }
+        let entries = management
+            .get::<ConfigMap>(Some(OPS_NS), STATUS_CM)
+            .unwrap()
+            .and_then(|cm| cm.data)
+            .unwrap_or_default();
+        assert!(
+            !entries.contains_key("capi_c2.summary.json"),
+            "the deleted Cluster's entry is gone: {:?}",
+            entries.keys()
+        );
         // The deleted Cluster's series went with its loop.
         assert!(has_series("capi/c1") && has_series("capi/c3"));
         assert!(!has_series("capi/c2"));
