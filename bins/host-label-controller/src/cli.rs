@@ -123,7 +123,8 @@ pub struct RunArgs {
     /// (`node-role.kubernetes.io`, `node-restriction.kubernetes.io` and
     /// `node.cluster.x-k8s.io`, the latter two with subdomains) to the
     /// Machine's Node, bookkept in `cluster.x-k8s.io/labels-from-machine`,
-    /// as Cluster API ≥ 1.4 does: run one or the other.
+    /// as Cluster API ≥ 1.4 does; a Node that shows Cluster API's own sync
+    /// is left to it.
     #[arg(long, env = "SYNC_MACHINE_LABELS", hide_env_values = true)]
     pub sync_machine_labels: bool,
 
@@ -170,8 +171,10 @@ pub struct RunArgs {
 
     /// Run in the management cluster and label the Nodes of every Cluster
     /// API Cluster's workload cluster, reached through the Cluster's
-    /// `<name>-kubeconfig` Secret as Cluster API does; Clusters are
-    /// tracked as they come and go. Needs `manifests --all-clusters`.
+    /// `<name>-kubeconfig` Secret as Cluster API does (read again every
+    /// 10 s and on 401/403; new credentials reconnect); Clusters are
+    /// tracked as they come and go; the status goes into the management
+    /// cluster, one entry per Cluster. Needs `manifests --all-clusters`.
     #[arg(
         long,
         env = "ALL_CLUSTERS",

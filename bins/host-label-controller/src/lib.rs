@@ -29,8 +29,10 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod capi_sync;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod error;
 pub mod index;
 pub mod manifests;
@@ -39,6 +41,7 @@ pub mod modules;
 pub mod pass;
 pub mod report;
 pub mod source;
+pub mod status;
 pub mod writes;
 
 use std::time::Duration;
@@ -106,17 +109,28 @@ pub async fn run_with_clients(
             "host label controller running"
         );
         let machines = machines.unwrap_or_else(|| client.clone());
-        label_nodes(client, machines, config, metrics, readiness, work_shutdown).await
+        label_nodes(
+            client,
+            machines,
+            config,
+            status::StatusPlace::Workload,
+            metrics,
+            readiness,
+            work_shutdown,
+        )
+        .await
     })
     .await
 }
 
 /// The labelling loop of one workload cluster: Nodes through `client`,
-/// Machines through `machines`, until `shutdown`.
+/// Machines through `machines`, the status where `status` says, until
+/// `shutdown`.
 async fn label_nodes(
     client: kube::Client,
     machines: kube::Client,
     config: Config,
+    status: status::StatusPlace,
     metrics: Metrics,
     readiness: controller_kit::server::Readiness,
     shutdown: Shutdown,
@@ -131,7 +145,7 @@ async fn label_nodes(
         client.clone(),
         settings,
         index::HostIndex::new(&config),
-        writes::Labeller::new(client.clone(), config.clone(), metrics.clone()),
+        writes::Labeller::with_status(client.clone(), config.clone(), metrics.clone(), status),
         metrics.controller.clone(),
         readiness,
     );
@@ -146,10 +160,15 @@ async fn label_nodes(
 /// Cluster API Cluster's workload cluster, reached through the Cluster's
 /// `<name>-kubeconfig` Secret (key `value`) as Cluster API does. Clusters
 /// are tracked as they come and go (`controller_kit::fleet`); a Cluster
-/// whose Secret cannot be read yet, or whose loop ended, is tried again
-/// within [`ALL_CLUSTERS_RECHECK`], reading the Secret again. Each workload
-/// cluster gets its own labelling loop over its own Cluster's Machines,
-/// so Node names are matched only within their own cluster.
+/// whose Secret cannot be read yet is tried again within
+/// [`ALL_CLUSTERS_RECHECK`]. Each workload cluster gets its own labelling
+/// loop over its own Cluster's Machines, so Node names are matched only
+/// within their own cluster. The Secret is read again every
+/// [`ALL_CLUSTERS_RECHECK`] and whenever the workload cluster answers
+/// `401`/`403` ([`credentials`]); when its content changed, the loop is
+/// restarted with a client built from it. The status summary goes into the
+/// management cluster's status ConfigMap, one entry per workload cluster
+/// ([`status`]).
 pub async fn run_all_clusters(
     management: kube::Client,
     config: Config,
@@ -166,49 +185,203 @@ pub async fn run_all_clusters(
 }
 
 /// How often `--all-clusters` retries Clusters whose kubeconfig Secret
-/// could not be used.
+/// could not be used, and reads the Secrets of running ones again.
 pub const ALL_CLUSTERS_RECHECK: Duration = Duration::from_secs(10);
+
+/// The shortest time between two reads of one kubeconfig Secret after
+/// authentication failures (a storm of `401`s reads it once).
+pub const CREDENTIAL_REREAD_PACE: Duration = Duration::from_secs(1);
 
 mod clusters {
     use capi_api::Cluster;
     use controller_kit::fleet::{self, Fleet, Member};
-    use k8s_openapi::api::core::v1::Secret;
     use kube::api::Api;
     use kube::runtime::watcher;
 
     use super::*;
+    use crate::credentials::{self, AuthFailures};
+    use crate::status::StatusPlace;
 
-    /// Builds the workload cluster's client from `<name>-kubeconfig`.
-    async fn workload_client(
+    /// Why a cluster's labelling loop was stopped from outside.
+    enum Restart {
+        /// The controller (or this Cluster's supervision) stops.
+        Stop,
+        /// The kubeconfig Secret's content changed: these are the new bytes.
+        Rotated(Vec<u8>),
+    }
+
+    /// Waits until `stop` fires or the Secret of `cluster` holds
+    /// credentials other than `current`: read every
+    /// [`ALL_CLUSTERS_RECHECK`], and on `failures` (paced by
+    /// [`CREDENTIAL_REREAD_PACE`]).
+    async fn until_restart(
         management: &kube::Client,
-        cluster: &Member,
-    ) -> Result<kube::Client, String> {
-        let namespace = &cluster.namespace;
-        let secrets: Api<Secret> = Api::namespaced(management.clone(), namespace);
-        let name = format!("{}-kubeconfig", cluster.name);
-        let secret = secrets
-            .get(&name)
-            .await
-            .map_err(|e| format!("cannot read Secret {namespace}/{name}: {e}"))?;
-        let bytes = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get("value"))
-            .ok_or_else(|| format!("Secret {namespace}/{name} has no key \"value\""))?;
-        let text = String::from_utf8(bytes.0.clone())
-            .map_err(|_| format!("Secret {namespace}/{name}: \"value\" is not UTF-8"))?;
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
-            .map_err(|e| format!("Secret {namespace}/{name}: invalid kubeconfig: {e}"))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .map_err(|e| format!("Secret {namespace}/{name}: unusable kubeconfig: {e}"))?;
-        kube::Client::try_from(config).map_err(|e| format!("Secret {namespace}/{name}: {e}"))
+        cluster: &ObjectName,
+        current: &[u8],
+        failures: &AuthFailures,
+        stop: &Shutdown,
+    ) -> Restart {
+        let mut recheck = tokio::time::interval(ALL_CLUSTERS_RECHECK);
+        recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        recheck.tick().await;
+        loop {
+            let why = tokio::select! {
+                () = stop.signalled() => return Restart::Stop,
+                _ = recheck.tick() => "periodic check",
+                () = failures.next() => "the workload cluster answered 401/403",
+            };
+            match credentials::read_kubeconfig(management, cluster).await {
+                Ok(bytes) if bytes != current => {
+                    tracing::info!(%cluster, why, "the kubeconfig Secret changed; reconnecting");
+                    return Restart::Rotated(bytes);
+                }
+                Ok(_) => tracing::debug!(%cluster, why, "the kubeconfig Secret is unchanged"),
+                Err(error) => {
+                    tracing::warn!(%cluster, why, %error, "cannot read the kubeconfig Secret again; keeping the current client");
+                }
+            }
+            tokio::select! {
+                () = stop.signalled() => return Restart::Stop,
+                () = tokio::time::sleep(CREDENTIAL_REREAD_PACE) => {}
+            }
+        }
+    }
+
+    /// What one workload cluster's loop works with, besides its
+    /// connection.
+    struct ClusterContext {
+        management: kube::Client,
+        cluster: ObjectName,
+        config: Config,
+        metrics: Metrics,
+        readiness: controller_kit::server::Readiness,
+    }
+
+    /// A workload cluster's client and what it was built from.
+    struct Connection {
+        /// The Secret's kubeconfig bytes.
+        kubeconfig: Vec<u8>,
+        /// The client built from them.
+        client: kube::Client,
+        /// Its `401`/`403` answers.
+        failures: AuthFailures,
+    }
+
+    impl Connection {
+        /// Reads the Secret of `cluster` and builds the client.
+        async fn open(
+            management: &kube::Client,
+            cluster: &ObjectName,
+        ) -> Result<Connection, credentials::CredentialError> {
+            let kubeconfig = credentials::read_kubeconfig(management, cluster).await?;
+            Connection::from_kubeconfig(cluster, kubeconfig).await
+        }
+
+        /// Builds the client from `kubeconfig`.
+        async fn from_kubeconfig(
+            cluster: &ObjectName,
+            kubeconfig: Vec<u8>,
+        ) -> Result<Connection, credentials::CredentialError> {
+            let failures = AuthFailures::default();
+            let client = credentials::workload_client(
+                &credentials::secret_name(cluster),
+                &kubeconfig,
+                failures.clone(),
+            )
+            .await?;
+            Ok(Connection {
+                kubeconfig,
+                client,
+                failures,
+            })
+        }
+    }
+
+    /// One workload cluster until `stop`: its labelling loop through
+    /// `connection`, restarted with a new connection whenever
+    /// [`until_restart`] finds new credentials. Returns when `stop` fires,
+    /// or when the loop ends on its own or the new credentials are unusable
+    /// (the fleet then starts the cluster afresh).
+    async fn run_cluster(context: ClusterContext, mut connection: Connection, stop: Shutdown) {
+        let ClusterContext {
+            management,
+            cluster,
+            config,
+            metrics,
+            readiness,
+        } = context;
+        loop {
+            let inner = Shutdown::new();
+            let status = StatusPlace::Management {
+                client: management.clone(),
+                cluster: cluster.clone(),
+            };
+            let labelled = label_nodes(
+                connection.client.clone(),
+                management.clone(),
+                config.clone(),
+                status,
+                metrics.clone(),
+                readiness.clone(),
+                inner.clone(),
+            );
+            tokio::pin!(labelled);
+            let restart = tokio::select! {
+                ended = &mut labelled => {
+                    if let Err(error) = ended {
+                        tracing::warn!(%cluster, %error, "the workload cluster's labelling stopped");
+                    }
+                    return;
+                }
+                restart = until_restart(&management, &cluster, &connection.kubeconfig, &connection.failures, &stop) => restart,
+            };
+            inner.trigger(ShutdownReason::Requested);
+            if let Err(error) = labelled.await {
+                tracing::warn!(%cluster, %error, "the workload cluster's labelling stopped");
+            }
+            let Restart::Rotated(bytes) = restart else {
+                if !config.dry_run {
+                    forget_if_gone(&management, &cluster, &config.status_configmap).await;
+                }
+                return;
+            };
+            match Connection::from_kubeconfig(&cluster, bytes).await {
+                Ok(next) => connection = next,
+                Err(error) => {
+                    tracing::warn!(%cluster, %error, "the new credentials are unusable");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The loop of `cluster` was stopped: when its Cluster is gone (not
+    /// merely the controller stopping), its status entries go too.
+    async fn forget_if_gone(management: &kube::Client, cluster: &ObjectName, status: &ObjectName) {
+        let clusters: Api<Cluster> = Api::namespaced(management.clone(), &cluster.namespace);
+        let exists = match clusters.list(&Default::default()).await {
+            Ok(list) => list
+                .items
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(cluster.name.as_str())),
+            Err(error) => {
+                tracing::warn!(%cluster, %error, "cannot tell whether the Cluster is gone; keeping its status entry");
+                return;
+            }
+        };
+        if !exists
+            && let Err(error) =
+                crate::status::remove_from_management(management, status, cluster).await
+        {
+            tracing::warn!(%cluster, %error, "cannot remove the gone Cluster's status entry");
+        }
     }
 
     /// One labelling loop per Cluster, on controller-kit's fleet
     /// supervisor: started once the Cluster's kubeconfig Secret gives a
-    /// client, stopped when the Cluster goes, started afresh (the Secret
-    /// read again) when it ends.
+    /// client, restarted on new credentials ([`run_cluster`]), stopped when
+    /// the Cluster goes, started afresh (the Secret read again) when it
+    /// ends.
     pub(super) async fn supervise(
         management: kube::Client,
         config: Config,
@@ -221,29 +394,27 @@ mod clusters {
             config: watcher::Config::default(),
             recheck: ALL_CLUSTERS_RECHECK,
         };
-        let start = |cluster: Member, stop: Shutdown| {
+        let start = |member: Member, stop: Shutdown| {
             let (management, metrics, readiness) =
                 (management.clone(), metrics.clone(), readiness.clone());
+            let cluster = ObjectName {
+                namespace: member.namespace.clone(),
+                name: member.name.clone(),
+            };
             let mut cluster_config = config.clone();
-            cluster_config.cluster = Some(ObjectName {
-                namespace: cluster.namespace.clone(),
-                name: cluster.name.clone(),
-            });
+            cluster_config.cluster = Some(cluster.clone());
             async move {
-                let workload = workload_client(&management, &cluster).await?;
-                Ok(async move {
-                    let labelled = label_nodes(
-                        workload,
-                        management,
-                        cluster_config,
-                        metrics,
-                        readiness,
-                        stop,
-                    );
-                    if let Err(error) = labelled.await {
-                        tracing::warn!(%cluster, %error, "the workload cluster's labelling stopped");
-                    }
-                })
+                let connection = Connection::open(&management, &cluster)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let context = ClusterContext {
+                    management,
+                    cluster,
+                    config: cluster_config,
+                    metrics,
+                    readiness,
+                };
+                Ok(run_cluster(context, connection, stop))
             }
         };
         fleet::supervise(clusters, &readiness, &shutdown, start)

@@ -43,10 +43,12 @@ pub const CLUSTER_MODULE_RULES: &[Rule] = &[
 /// needs there only this (ClusterRole): watch Clusters and their Machines,
 /// and read each Cluster's `<cluster>-kubeconfig` Secret. The Secret names
 /// are not known in advance, so `get` on Secrets is not restricted by name:
-/// grant it only where Cluster API keeps these Secrets. Nodes, Pods, the
-/// status ConfigMap and Events are all in the workload clusters, reached
-/// with the credentials of those Secrets, so the management identity is
-/// granted none of them.
+/// grant it only where Cluster API keeps these Secrets (they are read
+/// again periodically and on `401`/`403`, with `get`: no list or watch of
+/// Secrets). Nodes, Pods and Events are all in the workload clusters,
+/// reached with the credentials of those Secrets, so the management
+/// identity is granted none of them; the status ConfigMap is in the
+/// management cluster ([`ALL_CLUSTERS_NAMESPACE_RULES`]).
 pub const ALL_CLUSTERS_RULES: &[Rule] = &[
     Rule::new(
         "cluster.x-k8s.io",
@@ -64,7 +66,8 @@ pub struct Features {
     /// `--audit-cluster-modules` (adds [`CLUSTER_MODULE_RULES`]).
     pub audit_cluster_modules: bool,
     /// `--all-clusters` ([`ALL_CLUSTERS_RULES`] instead of
-    /// [`CLUSTER_RULES`], no Events, no ConfigMap Role).
+    /// [`CLUSTER_RULES`], no Events, [`ALL_CLUSTERS_NAMESPACE_RULES`]
+    /// instead of [`NAMESPACE_RULES`]).
     pub all_clusters: bool,
 }
 
@@ -75,6 +78,13 @@ pub const NAMESPACE_RULES: &[Rule] = &[Rule::new(
     &["configmaps"],
     &[Get, List, Watch, Create, Patch],
 )];
+
+/// With `--all-clusters`, in the controller's namespace of the management
+/// cluster (Role): create and patch the status ConfigMap, which holds one
+/// entry per workload cluster (server-side apply, one field manager per
+/// workload cluster).
+pub const ALL_CLUSTERS_NAMESPACE_RULES: &[Rule] =
+    &[Rule::new("", &["configmaps"], &[Create, Patch])];
 
 /// The manifests as one multi-document YAML string: ServiceAccount,
 /// ClusterRole and binding, leader-election Role and binding, the ConfigMap
@@ -113,12 +123,14 @@ pub fn render_with(
     if features.all_clusters {
         manifest.args.push("--all-clusters".to_owned());
     }
-    if !features.all_clusters {
-        manifest.extra_roles = vec![ExtraRole {
-            suffix: "configmaps",
-            scope: Scope::Namespaced,
-            rules: NAMESPACE_RULES,
-        }];
-    }
+    manifest.extra_roles = vec![ExtraRole {
+        suffix: "configmaps",
+        scope: Scope::Namespaced,
+        rules: if features.all_clusters {
+            ALL_CLUSTERS_NAMESPACE_RULES
+        } else {
+            NAMESPACE_RULES
+        },
+    }];
     manifest.to_yaml()
 }

@@ -8,7 +8,8 @@
 //!    `--sync-machine-labels`, merged with the plan that copies its Machine's
 //!    managed labels ([`anti_affinity_placement::labels::MachineLabelSync`],
 //!    B.5, B.8; sets win over removals, the host label's value over the
-//!    Machine's).
+//!    Machine's), except on Nodes that show Cluster API's own sync: those
+//!    are left to it ([`crate::capi_sync`], B.9).
 //! 2. The audit ([`anti_affinity_placement::labels::audit`]) of the Nodes
 //!    *as they will be after the patches*: replicas of one workload sharing
 //!    a physical host (attributed to their owner), Nodes without the label,
@@ -23,7 +24,8 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use kube::{Resource, ResourceExt};
 use kube_adapters::capi::machine_label_plans;
 
-use crate::config::{Config, HostSource};
+use crate::capi_sync;
+use crate::config::{CONTROLLER_NAME, Config, HostSource};
 use crate::index::HostIndex;
 use crate::modules::{self, ModuleAudit};
 use crate::report::{self, StatusSummary, Violation};
@@ -70,6 +72,9 @@ pub struct Plan {
     pub inventory_problem: Option<String>,
     /// The cluster-module audit, with `--audit-cluster-modules`.
     pub modules: Option<ModuleAudit>,
+    /// With `--sync-machine-labels`: Nodes whose Machine labels are left
+    /// to Cluster API's own sync, with the evidence, sorted by Node.
+    pub sync_deferred: Vec<(String, String)>,
 }
 
 /// `machines` or `inventory NS/NAME (KEY)`.
@@ -87,6 +92,17 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
         Some(sync) => machine_label_plans(index.nodes(), index.machines(), sync).nodes,
         None => BTreeMap::new(),
     };
+    let mut sync_deferred = Vec::new();
+    if config.machine_sync.is_some() {
+        for node in index.nodes() {
+            if let Some(why) = capi_sync::cluster_api_syncs(node, CONTROLLER_NAME) {
+                let name = node.name_any();
+                synced.remove(&name);
+                sync_deferred.push((name, why));
+            }
+        }
+        sync_deferred.sort();
+    }
     let (patches, patched_labels) = label_plans(&config.labels, index.nodes(), &hosts, &mut synced);
     // Every Node as it will be once the patches are made: the planned labels
     // of the patched ones, the index's own of the rest (nothing is copied).
@@ -149,6 +165,7 @@ pub fn plan(config: &Config, index: &HostIndex) -> Plan {
         summary,
         inventory_problem: index.inventory_problem().map(str::to_owned),
         modules: config.audit_cluster_modules.then(|| modules::audit(index)),
+        sync_deferred,
     }
 }
 

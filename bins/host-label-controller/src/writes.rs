@@ -11,22 +11,27 @@
 //!    another member of its cluster module), each once per occurrence (an
 //!    occurrence that disappears and comes back is reported again); the
 //!    summary (and `modules.json`) in the status ConfigMap (server-side
-//!    apply) when it changed.
+//!    apply) when it changed, where [`crate::status`] says: with
+//!    `--all-clusters`, in the management cluster. Gauges carry the
+//!    workload cluster's `cluster` label; a labeller that is dropped (its
+//!    loop stopped) removes its series.
 
 use std::collections::BTreeSet;
 use std::future::Future;
 
 use anti_affinity_placement::labels::NodeLabelPlan;
+use controller_kit::ApiErrorKind;
 use controller_kit::snapshot::{Outcome, Reconciler, Refused, Target, Timestamp, Writer};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::Api;
 use kube::runtime::events::{Event, EventType};
 use serde_json::{Map, Value, json};
 
-use crate::config::{CONTROLLER_NAME, Config, MODULES_DATA_KEY, STATUS_DATA_KEY};
+use crate::config::{Config, MODULES_DATA_KEY, STATUS_DATA_KEY};
 use crate::index::HostIndex;
-use crate::metrics::Metrics;
+use crate::metrics::{ClusterGauges, Labels, Metrics};
 use crate::pass::{self, NodePatch, Plan};
+use crate::status::{self, StatusPlace, StatusWriteFailed};
 
 /// The JSON merge patch for `plan`: labels to set/remove and the annotation
 /// update, nothing else (the writer adds the resourceVersion precondition).
@@ -58,24 +63,57 @@ pub struct Labeller {
     client: kube::Client,
     config: Config,
     metrics: Metrics,
+    /// The `cluster` label of this labeller's gauges.
+    cluster: String,
+    /// This cluster's audit gauges.
+    gauges: ClusterGauges,
+    /// The `module_host_violations` series this labeller set.
+    module_series: BTreeSet<Labels>,
+    /// Where the status summary goes.
+    status: StatusPlace,
     /// Occurrences already reported as Events.
     reported: BTreeSet<String>,
     /// The status ConfigMap data last written.
     last_status: Option<Map<String, Value>>,
     /// The inventory problem last logged.
     last_inventory_problem: Option<String>,
+    /// The Nodes whose Machine label sync was last logged as left to
+    /// Cluster API.
+    last_sync_deferred: Vec<(String, String)>,
 }
 
 impl Labeller {
-    /// A labeller writing through `client`.
+    /// A labeller writing through `client`, its status into the workload
+    /// cluster.
     pub fn new(client: kube::Client, config: Config, metrics: Metrics) -> Self {
+        Self::with_status(client, config, metrics, StatusPlace::Workload)
+    }
+
+    /// A labeller writing through `client`, its status where `status` says.
+    pub fn with_status(
+        client: kube::Client,
+        config: Config,
+        metrics: Metrics,
+        status: StatusPlace,
+    ) -> Self {
+        let cluster = config
+            .cluster
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let gauges = metrics.gauges(&cluster);
         Self {
             client,
             config,
             metrics,
+            cluster,
+            gauges,
+            module_series: BTreeSet::new(),
+            status,
             reported: BTreeSet::new(),
             last_status: None,
             last_inventory_problem: None,
+            last_sync_deferred: Vec::new(),
         }
     }
 
@@ -86,6 +124,17 @@ impl Labeller {
             }
             self.last_inventory_problem
                 .clone_from(&plan.inventory_problem);
+        }
+        if plan.sync_deferred != self.last_sync_deferred {
+            for (node, manager) in &plan.sync_deferred {
+                if !self
+                    .last_sync_deferred
+                    .contains(&(node.clone(), manager.clone()))
+                {
+                    tracing::info!(%node, %manager, "another writer (Cluster API) syncs this Node's Machine labels; --sync-machine-labels leaves them to it");
+                }
+            }
+            self.last_sync_deferred.clone_from(&plan.sync_deferred);
         }
         let api: Api<Node> = Api::all(self.client.clone());
         let mut outcome = Outcome::Done;
@@ -157,20 +206,20 @@ impl Labeller {
 
     async fn audit(&mut self, plan: &Plan, writer: &Writer<'_, HostIndex>) {
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        self.metrics
+        self.gauges
             .shared_host_violations
             .set(gauge(plan.violations.len()));
-        self.metrics.preferred_shared_hosts.set(gauge(
+        self.gauges.preferred_shared_hosts.set(gauge(
             plan.summary
                 .preferred_sharing
                 .iter()
                 .map(|group| group.hosts)
                 .sum(),
         ));
-        self.metrics
+        self.gauges
             .unlabelled_nodes
             .set(gauge(plan.summary.unlabelled_nodes.len()));
-        self.metrics
+        self.gauges
             .nodes_without_host_information
             .set(gauge(plan.without_host_information));
         let mut current = BTreeSet::new();
@@ -195,9 +244,10 @@ impl Labeller {
             current.insert(id);
         }
         if let Some(modules) = &plan.modules {
-            self.metrics.module_host_violations.clear();
+            let mut series = BTreeSet::new();
             for group in &modules.groups {
                 let labels = vec![
+                    ("cluster".to_owned(), self.cluster.clone()),
                     ("group".to_owned(), group.group.clone()),
                     ("forced".to_owned(), group.forced.to_string()),
                 ];
@@ -207,7 +257,14 @@ impl Labeller {
                     .set(gauge(
                         usize::try_from(group.violations).unwrap_or(usize::MAX),
                     ));
+                series.insert(labels);
             }
+            // Only this cluster's series that are gone; other clusters'
+            // loops own theirs.
+            for gone in self.module_series.difference(&series) {
+                self.metrics.module_host_violations.remove(gone);
+            }
+            self.module_series = series;
             for shared in &modules.shared {
                 if !self.reported.contains(&shared.id) {
                     let event = warning("ModuleMembersShareHost", shared.note.clone());
@@ -244,27 +301,60 @@ impl Labeller {
             return Outcome::Done;
         }
         let target = &self.config.status_configmap;
-        let cm = json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": target.name,
-                "namespace": target.namespace,
-                "labels": { "app.kubernetes.io/name": CONTROLLER_NAME },
-            },
-            "data": data,
-        });
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &target.namespace);
-        match writer.apply_unwatched(&api, &target.name, &cm).await {
-            Ok(_) => {
+        let written = match &self.status {
+            StatusPlace::Workload => {
+                let cm = status::body(target, &data);
+                let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &target.namespace);
+                writer
+                    .apply_unwatched(&api, &target.name, &cm)
+                    .await
+                    .map(|_| ())
+            }
+            StatusPlace::Management { client, .. } => {
+                if writer.stopping() {
+                    Err(Refused::Stopping)
+                } else if writer.dry_run() {
+                    tracing::info!(dry_run = true, configmap = %target, "would apply the status");
+                    writer.metrics().record_write("dry_run");
+                    Ok(())
+                } else {
+                    let entries = self.status.data(&data);
+                    let manager = self.status.field_manager();
+                    match status::apply_in_management(client, target, &manager, &entries).await {
+                        Ok(()) => {
+                            writer.metrics().record_write("written");
+                            Ok(())
+                        }
+                        Err(error) => {
+                            writer.metrics().record_write("failed");
+                            writer
+                                .metrics()
+                                .record_error(&StatusWriteFailed(ApiErrorKind::of(&error)));
+                            Err(Refused::Failed(error))
+                        }
+                    }
+                }
+            }
+        };
+        match written {
+            Ok(()) => {
                 self.last_status = Some(data);
                 Outcome::Done
             }
             Err(refused) => {
-                tracing::warn!(configmap = %target, %refused, "cannot write the audit summary");
+                tracing::warn!(configmap = %target, place = %self.status, %refused, "cannot write the audit summary");
                 refused.outcome()
             }
         }
+    }
+}
+
+impl Drop for Labeller {
+    /// The loop stopped: its cluster's series go (another loop for the
+    /// same cluster creates them again).
+    fn drop(&mut self) {
+        self.metrics
+            .forget_cluster(&self.cluster, &self.module_series);
     }
 }
 

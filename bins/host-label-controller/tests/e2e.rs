@@ -176,8 +176,8 @@ async fn replicas_sharing_a_host_are_reported_on_their_owner_in_events_metrics_a
     })
     .await;
     insta::assert_snapshot!(status_summary(&fake).unwrap());
-    assert_eq!(run.metrics.shared_host_violations.get(), 1);
-    assert_eq!(run.metrics.unlabelled_nodes.get(), 1);
+    assert_eq!(run.metrics.gauges("").shared_host_violations.get(), 1);
+    assert_eq!(run.metrics.gauges("").unlabelled_nodes.get(), 1);
 
     // Reported once, not on every pass.
     move_machine(&fake, "m1", "esx-01"); // no-op change, triggers a pass
@@ -190,7 +190,7 @@ async fn replicas_sharing_a_host_are_reported_on_their_owner_in_events_metrics_a
         status_summary(&fake).is_some_and(|s| !s.contains("web-7f-b"))
     })
     .await;
-    assert_eq!(run.metrics.shared_host_violations.get(), 0);
+    assert_eq!(run.metrics.gauges("").shared_host_violations.get(), 0);
     run.stop().await;
 }
 
@@ -220,8 +220,8 @@ async fn sharing_under_a_preferred_rule_is_summarised_not_a_violation() {
         .map(|entry| entry["owner"].as_str().unwrap())
         .collect();
     assert_eq!(shared, ["ReplicaSet app/web-7f"], "only the required group");
-    assert_eq!(run.metrics.shared_host_violations.get(), 1);
-    assert_eq!(run.metrics.preferred_shared_hosts.get(), 1);
+    assert_eq!(run.metrics.gauges("").shared_host_violations.get(), 1);
+    assert_eq!(run.metrics.gauges("").preferred_shared_hosts.get(), 1);
     let warned: Vec<_> = events(&fake, "app", "ReplicasShareHost")
         .into_iter()
         .filter_map(|event| event.regarding.and_then(|r| r.name))
@@ -239,7 +239,8 @@ async fn dry_run_writes_nothing() {
     cfg.dry_run = true;
     let run = start(&fake, cfg);
     eventually("a full pass was made", SOON, || {
-        run.metrics.node_patches.get() >= 2 && run.metrics.shared_host_violations.get() == 1
+        run.metrics.node_patches.get() >= 2
+            && run.metrics.gauges("").shared_host_violations.get() == 1
     })
     .await;
     // A host change is planned too, still without writes.
@@ -514,7 +515,7 @@ async fn a_violation_created_while_running_is_reported() {
     })
     .await;
     eventually("gauge follows", SOON, || {
-        run.metrics.shared_host_violations.get() == 1
+        run.metrics.gauges("").shared_host_violations.get() == 1
     })
     .await;
     run.stop().await;
@@ -549,14 +550,14 @@ async fn metrics_and_health_are_served() {
     cfg.metrics_addr = Some(addr);
     let run = start(&fake, cfg);
     eventually("audit done", SOON, || {
-        run.metrics.shared_host_violations.get() == 1
+        run.metrics.gauges("").shared_host_violations.get() == 1
     })
     .await;
     let metrics = http_get(addr, "/metrics").await;
     for line in [
-        "host_label_controller_shared_host_violations 1",
-        "host_label_controller_unlabelled_nodes 1",
-        "host_label_controller_nodes_without_host_information 1",
+        "host_label_controller_shared_host_violations{cluster=\"\"} 1",
+        "host_label_controller_unlabelled_nodes{cluster=\"\"} 1",
+        "host_label_controller_nodes_without_host_information{cluster=\"\"} 1",
         "host_label_controller_node_patches_total ",
         "host_label_controller_reconciles_total ",
     ] {
@@ -601,7 +602,7 @@ async fn nodes_and_machines_that_appear_later_are_labelled() {
     seed_node(&fake, "n1", &[]);
     let run = start(&fake, config(&[CAPV_KEY], HostSource::Machines));
     eventually("n1 reported unlabelled", SOON, || {
-        run.metrics.unlabelled_nodes.get() == 1
+        run.metrics.gauges("").unlabelled_nodes.get() == 1
     })
     .await;
     // The Machine gets its nodeRef after the Node exists (normal CAPI order).
@@ -621,7 +622,7 @@ async fn nodes_and_machines_that_appear_later_are_labelled() {
     })
     .await;
     eventually("nothing unlabelled", SOON, || {
-        run.metrics.unlabelled_nodes.get() == 0
+        run.metrics.gauges("").unlabelled_nodes.get() == 0
     })
     .await;
     run.stop().await;

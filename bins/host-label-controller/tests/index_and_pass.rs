@@ -185,3 +185,53 @@ fn the_machine_label_sync_merges_into_the_host_label_patch() {
     );
     assert!(plan.modules.is_none());
 }
+
+/// `--sync-machine-labels` beside Cluster API (B.9): a Node carrying
+/// Cluster API's `annotations-from-machine` gets no Machine-label sync (the
+/// host label still), a Node without it is synced.
+#[test]
+fn machine_labels_of_a_node_cluster_api_patched_are_left_to_cluster_api() {
+    let mut cfg = config(HostSource::Machines);
+    cfg.machine_sync =
+        Some(anti_affinity_placement::labels::MachineLabelSync::new(["^ours\\.example/"]).unwrap());
+    let mut index = HostIndex::new(&cfg);
+    let mut capi_node = node("n1", "5");
+    capi_node.metadata.annotations = Some(
+        [(
+            "cluster.x-k8s.io/annotations-from-machine".to_owned(),
+            String::new(),
+        )]
+        .into(),
+    );
+    index.reset(vec![capi_node, node("n2", "6")], vec![]);
+    for (name, node) in [("m1", "n1"), ("m2", "n2")] {
+        let mut m = machine(name, node, "esx-1");
+        m.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("ours.example/tier".into(), "gold".into());
+        index.apply(m);
+    }
+    let plan = pass::plan(&cfg, &index);
+    let sets = |node: &str| {
+        plan.patches
+            .iter()
+            .find(|p| p.node == node)
+            .map(|p| p.labels.set.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    assert_eq!(sets("n1"), [KEY], "the host label only");
+    assert_eq!(
+        sets("n2"),
+        [KEY, "ours.example/tier"],
+        "host label and sync"
+    );
+    assert_eq!(
+        plan.sync_deferred,
+        [(
+            "n1".to_owned(),
+            "the Node has Cluster API's annotation cluster.x-k8s.io/annotations-from-machine"
+                .to_owned()
+        )]
+    );
+}

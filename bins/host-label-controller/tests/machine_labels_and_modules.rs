@@ -337,6 +337,7 @@ async fn module_members_sharing_a_host_are_reported_on_the_machines_in_status_an
         run.metrics
             .module_host_violations
             .get_or_create(&vec![
+                ("cluster".to_owned(), String::new()),
                 ("group".to_owned(), group.to_owned()),
                 ("forced".to_owned(), forced.to_string()),
             ])
@@ -422,6 +423,7 @@ async fn more_members_than_hosts_is_reported_as_forced() {
         .metrics
         .module_host_violations
         .get_or_create(&vec![
+            ("cluster".to_owned(), String::new()),
             ("group".to_owned(), "capi/md".to_owned()),
             ("forced".to_owned(), "true".to_owned()),
         ])

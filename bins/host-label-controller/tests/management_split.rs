@@ -158,7 +158,7 @@ mod all_clusters {
     use super::*;
     use host_label_controller::manifests::{DEFAULT_IMAGE, Features, render, render_with};
     use k8s_openapi::ByteString;
-    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
     use kube_fake_api::ResourceId;
     use kube_fake_api::server::Loopback;
 
@@ -219,16 +219,29 @@ mod all_clusters {
         let (w2, _s2) = workload(&management, "c2", "esx-02.lab").await;
 
         let shutdown = Shutdown::new();
+        let telemetry = Telemetry::default();
+        let metrics = telemetry.metrics.clone();
         let task = tokio::spawn(host_label_controller::run_all_clusters(
             management.client_as(OPS_NS, host_label_controller::CONTROLLER_NAME),
             config(&[CAPV_KEY], HostSource::Machines),
             shutdown.clone(),
-            Telemetry::default(),
+            telemetry,
         ));
+        let has_series = |cluster: &str| {
+            metrics
+                .unlabelled_nodes
+                .get(&host_label_controller::metrics::cluster_labels(cluster))
+                .is_some()
+        };
         // Both clusters have a Node n1; each gets its own Cluster's host.
         eventually("both n1 labelled", Duration::from_secs(10), || {
             label(&w1, "n1", CAPV_KEY).as_deref() == Some("esx-01.lab")
                 && label(&w2, "n1", CAPV_KEY).as_deref() == Some("esx-02.lab")
+        })
+        .await;
+        // One gauge series per workload cluster.
+        eventually("a series per cluster", Duration::from_secs(10), || {
+            has_series("capi/c1") && has_series("capi/c2")
         })
         .await;
         // A Cluster created later is picked up.
@@ -250,6 +263,34 @@ mod all_clusters {
         .await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(label(&w2, "n1", CAPV_KEY).as_deref(), Some("esx-02.lab"));
+
+        // The status: one entry per workload cluster, side by side in the
+        // management cluster's ConfigMap; none in the workload clusters.
+        eventually("both entries", Duration::from_secs(10), || {
+            let data = management
+                .get::<ConfigMap>(Some(OPS_NS), STATUS_CM)
+                .unwrap()
+                .and_then(|cm| cm.data)
+                .unwrap_or_default();
+            data.contains_key("capi_c1.summary.json") && data.contains_key("capi_c3.summary.json")
+        })
+        .await;
+        for fake in [&w1, &w3] {
+            assert!(status_summary(fake).is_none());
+        }
+        let entries = management
+            .get::<ConfigMap>(Some(OPS_NS), STATUS_CM)
+            .unwrap()
+            .and_then(|cm| cm.data)
+            .unwrap_or_default();
+        assert!(
+            !entries.contains_key("capi_c2.summary.json"),
+            "the deleted Cluster's entry is gone: {:?}",
+            entries.keys()
+        );
+        // The deleted Cluster's series went with its loop.
+        assert!(has_series("capi/c1") && has_series("capi/c3"));
+        assert!(!has_series("capi/c2"));
 
         shutdown.trigger(ShutdownReason::Requested);
         task.await.unwrap().unwrap();

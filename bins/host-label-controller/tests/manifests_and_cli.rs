@@ -273,11 +273,13 @@ fn the_module_audit_adds_read_only_access_to_the_cluster_api_kinds() {
 }
 
 /// `--all-clusters` runs in the management cluster, where it only watches
-/// Clusters and Machines and reads kubeconfig Secrets: Nodes, Pods, the
-/// status ConfigMap and Events are all reached through the workload
-/// clusters' own credentials, so the management identity gets none of them.
+/// Clusters and Machines, reads kubeconfig Secrets and writes its status
+/// ConfigMap (one entry per workload cluster) in its own namespace: Nodes,
+/// Pods and Events are all reached through the workload clusters' own
+/// credentials, so the management identity gets none of them.
 #[test]
-fn all_clusters_manifests_grant_the_management_identity_only_clusters_machines_and_secrets() {
+fn all_clusters_manifests_grant_the_management_identity_only_clusters_machines_secrets_and_its_status()
+ {
     use host_label_controller::manifests::{Features, render_with};
     let docs: Vec<Value> = render_with(
         "infra",
@@ -300,9 +302,11 @@ fn all_clusters_manifests_grant_the_management_identity_only_clusters_machines_a
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
+            "Role",
+            "RoleBinding",
             "Deployment"
         ],
-        "no ConfigMap Role"
+        "leader election's Role and the status ConfigMap's"
     );
     assert_eq!(
         docs[1]["rules"],
@@ -311,12 +315,14 @@ fn all_clusters_manifests_grant_the_management_identity_only_clusters_machines_a
             {"apiGroups": ["cluster.x-k8s.io"], "resources": ["clusters", "machines"], "verbs": ["list", "watch"]},
         ])
     );
+    assert_eq!(docs[3]["rules"][0]["resources"], json!(["leases"]));
     assert_eq!(
-        docs[3]["rules"][0]["resources"],
-        json!(["leases"]),
-        "the remaining Role is leader election's"
+        docs[5]["rules"],
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"]}]),
+        "the status ConfigMap, in the controller's own namespace, nothing to read"
     );
-    let args = docs[5]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert_eq!(docs[5]["metadata"]["namespace"], "infra");
+    let args = docs[7]["spec"]["template"]["spec"]["containers"][0]["args"]
         .as_array()
         .unwrap()
         .clone();

@@ -483,9 +483,9 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
     let on_management = site(&management, "hlc-management", all_clusters).await;
 
     // The workload cluster: its Nodes, and the controller's ServiceAccount
-    // and RBAC there, in a namespace of the same name (it writes its
-    // status ConfigMap there, see docs/operations.md), which its
-    // kubeconfig Secret authenticates as.
+    // and RBAC there, in a namespace of the same name (the other
+    // deployment of the split below runs there), which its kubeconfig
+    // Secret authenticates as.
     let namespace: Namespace =
         serde_json::from_value(json!({"metadata": {"name": on_management.namespace}})).unwrap();
     Api::<Namespace>::all(workload.client())
@@ -558,22 +558,36 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
     on_workload
         .until_host(&controller, node, "esx-02.lab")
         .await;
-    // The summary of the workload cluster's Nodes, in the workload
-    // cluster.
+    // The summary of the workload cluster's Nodes, in the management
+    // cluster: its entry in the controller's status ConfigMap there.
+    let status_key = format!("{capi}_c1.summary.json");
     controller
         .until(
             "the workload cluster's summary",
             Duration::from_secs(30),
             || async {
-                let status = on_workload
+                let status = on_management
                     .config_maps()
                     .get_opt(STATUS_CONFIGMAP)
                     .await
                     .unwrap();
-                seen(status.is_some(), status)
+                let data = status.and_then(|cm| cm.data).unwrap_or_default();
+                seen(
+                    data.contains_key(&status_key),
+                    data.keys().cloned().collect::<Vec<_>>(),
+                )
             },
         )
         .await;
+    assert!(
+        on_workload
+            .config_maps()
+            .get_opt(STATUS_CONFIGMAP)
+            .await
+            .unwrap()
+            .is_none(),
+        "--all-clusters writes nothing into the workload cluster's namespaces"
+    );
     // The management cluster has no such Node: nothing was written there.
     assert!(
         Api::<Node>::all(management.client())
@@ -621,7 +635,10 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
             on_management.namespace
         ),
         &on_management.manifests,
-        &[],
+        &[(
+            "create core/configmaps",
+            "the status ConfigMap is created by server-side apply, which the authorizer checks as create and the audit log records as patch",
+        )],
         "management cluster (--all-clusters)",
     );
     check_audit(
@@ -639,6 +656,10 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
             (
                 "get core/configmaps",
                 "the inventory source; this run reads Machines",
+            ),
+            (
+                "patch core/configmaps",
+                "the status ConfigMap; with --all-clusters it is in the management cluster",
             ),
             (
                 "list core/configmaps",
@@ -671,4 +692,445 @@ async fn machines_in_a_management_cluster_label_the_nodes_of_its_workload_cluste
         ],
         "workload cluster",
     );
+}
+
+/// The workload cluster's kubeconfig Secret of Cluster `c1` in `capi`, as
+/// Cluster API writes it, holding `kubeconfig`.
+fn kubeconfig_secret(kubeconfig: &[u8]) -> Secret {
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("c1-kubeconfig".into());
+    secret.metadata.labels = Some(BTreeMap::from([(
+        "cluster.x-k8s.io/cluster-name".to_owned(),
+        "c1".to_owned(),
+    )]));
+    secret.type_ = Some("cluster.x-k8s.io/secret".into());
+    secret.data = Some(BTreeMap::from([(
+        "value".to_owned(),
+        ByteString(kubeconfig.to_vec()),
+    )]));
+    secret
+}
+
+/// Cluster `c1` in `namespace`, `v1beta2`.
+async fn create_cluster(bed: &Testbed, namespace: &str) {
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        bed.client(),
+        namespace,
+        &capi_v1beta2("Cluster", "clusters"),
+    );
+    let cluster: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+        "metadata": {"name": "c1"},
+        "spec": {
+            "controlPlaneEndpoint": {"host": "10.0.0.10", "port": 6443},
+            "infrastructureRef": {
+                "apiGroup": "infrastructure.cluster.x-k8s.io",
+                "kind": "VSphereCluster",
+                "name": "c1",
+            },
+        },
+    }))
+    .unwrap();
+    clusters
+        .create(&PostParams::default(), &cluster)
+        .await
+        .unwrap();
+}
+
+/// The summed samples of the errors counter.
+async fn reconcile_errors(controller: &ControllerProcess) -> f64 {
+    match controller.http_get("/metrics").await {
+        Ok((200, body)) => metric(&body, "host_label_controller_reconcile_errors_total"),
+        other => panic!("no metrics: {other:?}"),
+    }
+}
+
+/// `--all-clusters` beside Cluster API as it is usually deployed: the
+/// controller's namespace exists only in the management cluster (its
+/// workload identity lives in another namespace there), and the workload
+/// cluster's credentials are rotated — the Secret changes, then the old
+/// token is revoked (its ServiceAccount deleted). The status goes into the
+/// management cluster, one entry per workload cluster, so no pass fails and
+/// a Machine move shows on the Node within 5 s; after the rotation the
+/// labels still follow the Machine.
+#[tokio::test]
+async fn all_clusters_keeps_status_in_the_management_cluster_and_follows_rotated_credentials() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let (management, workload) =
+        tokio::join!(start_bed(Testbed::builder()), start_bed(Testbed::builder()));
+    management
+        .install_crd_files(&capi_crds(
+            &management,
+            &[
+                "cluster.x-k8s.io_machines.yaml",
+                "cluster.x-k8s.io_clusters.yaml",
+            ],
+        ))
+        .await
+        .unwrap();
+    let all_clusters = Features {
+        all_clusters: true,
+        ..Features::default()
+    };
+    let on_management = site(&management, "hlc-fleet", all_clusters).await;
+
+    // Two identities in the workload cluster, in namespaces of their own
+    // (none is the controller's management namespace): the first one's
+    // token is the Secret's until the rotation.
+    let (first, second) = (
+        site(&workload, "hlc-agent-a", Features::default()).await,
+        site(&workload, "hlc-agent-b", Features::default()).await,
+    );
+    assert!(
+        Api::<Namespace>::all(workload.client())
+            .get_opt(&on_management.namespace)
+            .await
+            .unwrap()
+            .is_none(),
+        "the controller's namespace must not exist in the workload cluster"
+    );
+    let kubeconfig_of = |site: &Site| {
+        let (bed, namespace) = (&workload, site.namespace.clone());
+        async move {
+            let path = bed
+                .service_account_kubeconfig(&namespace, "host-label-controller")
+                .await
+                .unwrap();
+            std::fs::read(path).unwrap()
+        }
+    };
+    let node = "worker-0";
+    first.create_node(node, &[]).await;
+    let first_kubeconfig = kubeconfig_of(&first).await;
+
+    let capi = management.namespace("capi").await.unwrap();
+    create_cluster(&management, &capi).await;
+    let secrets: Api<Secret> = Api::namespaced(management.client(), &capi);
+    secrets
+        .create(
+            &PostParams::default(),
+            &kubeconfig_secret(&first_kubeconfig),
+        )
+        .await
+        .unwrap();
+    let machines = Machines::new(management.client());
+    machines
+        .create(&capi, "c1-md-0", "c1", node, "esx-01.lab")
+        .await;
+
+    let controller = on_management.launch(&management).await.spawn().unwrap();
+    // The labels are in the workload cluster, under the key this test
+    // manages (the site of the management namespace names it).
+    let labelled = |host: &'static str| {
+        let (workload, key) = (workload.client(), on_management.label.clone());
+        move || {
+            let (workload, key) = (workload.clone(), key.clone());
+            async move {
+                let labels = Api::<Node>::all(workload)
+                    .get(node)
+                    .await
+                    .unwrap()
+                    .metadata
+                    .labels
+                    .unwrap_or_default();
+                seen(labels.get(&key).map(String::as_str) == Some(host), labels)
+            }
+        }
+    };
+    controller
+        .until(
+            "the first label",
+            Duration::from_secs(60),
+            labelled("esx-01.lab"),
+        )
+        .await;
+    // Long enough for a failing status write to have backed off several
+    // times.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let moved = std::time::Instant::now();
+    machines.move_to(&capi, "c1-md-0", "esx-02.lab").await;
+    controller
+        .until("the move", Duration::from_secs(60), labelled("esx-02.lab"))
+        .await;
+    let latency = moved.elapsed();
+    assert!(
+        latency < Duration::from_secs(5),
+        "label latency {latency:?}"
+    );
+    assert_eq!(reconcile_errors(&controller).await, 0.0);
+
+    // The status: in the management cluster, the workload cluster's entry.
+    let status_key = format!("{capi}_c1.summary.json");
+    controller
+        .until("the status entry", Duration::from_secs(30), || async {
+            let status = on_management
+                .config_maps()
+                .get_opt(STATUS_CONFIGMAP)
+                .await
+                .unwrap();
+            let data = status.and_then(|cm| cm.data).unwrap_or_default();
+            seen(
+                data.contains_key(&status_key),
+                data.keys().cloned().collect::<Vec<_>>(),
+            )
+        })
+        .await;
+    let (code, body) = controller.http_get("/metrics").await.unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        body.contains(&format!(
+            "host_label_controller_unlabelled_nodes{{cluster=\"{capi}/c1\"}} 0"
+        )),
+        "{body}"
+    );
+
+    // The rotation: the Secret names the second identity, then the first
+    // one's token is revoked.
+    secrets
+        .patch(
+            "c1-kubeconfig",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"value": ByteString(kubeconfig_of(&second).await)}})),
+        )
+        .await
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(
+        workload.client(),
+        &first.namespace,
+    )
+    .delete("host-label-controller", &Default::default())
+    .await
+    .unwrap();
+    let old = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(std::str::from_utf8(&first_kubeconfig).unwrap())
+            .unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let old = Api::<Node>::all(kube::Client::try_from(old).unwrap());
+    controller
+        .until("the old token refused", Duration::from_secs(30), || async {
+            let answer = old.get(node).await.map(|_| ()).map_err(|e| e.to_string());
+            seen(
+                matches!(&answer, Err(e) if e.contains("401") || e.contains("Unauthorized")),
+                answer,
+            )
+        })
+        .await;
+    machines.move_to(&capi, "c1-md-0", "esx-03.lab").await;
+    controller
+        .until(
+            "the move after the rotation",
+            Duration::from_secs(30),
+            labelled("esx-03.lab"),
+        )
+        .await;
+    controller.stop_cleanly().await;
+}
+
+/// Cluster API's Machine → Node sync as its machine controller's
+/// `patchNode` (v1.14) does it, with `--additional-sync-machine-labels
+/// ^other\.example/`: the labels in its domains (`node-role.kubernetes.io`
+/// exactly, `node-restriction.kubernetes.io` and `node.cluster.x-k8s.io`
+/// and their subdomains) or matching the expression are set on the Node,
+/// keys recorded in `cluster.x-k8s.io/labels-from-machine` that are no
+/// longer wanted are removed, and the annotation is rewritten (sorted,
+/// comma-joined); the Machine's bookkeeping annotations
+/// (`cluster.x-k8s.io/cluster-name`, `…/cluster-namespace`, `…/machine`)
+/// are set and `cluster.x-k8s.io/annotations-from-machine` records the
+/// others (none here). A merge patch conditioned on the resourceVersion,
+/// as field manager `manager` (the name controller-runtime gives Cluster
+/// API's binary), only when something changes. Returns whether it patched.
+async fn capi_patch_node(
+    client: &kube::Client,
+    namespace: &str,
+    machine: &str,
+    node: &str,
+) -> bool {
+    const LABELS_FROM_MACHINE: &str = "cluster.x-k8s.io/labels-from-machine";
+    let machine = Machines::new(client.clone())
+        .api(namespace)
+        .get(machine)
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let current = nodes.get(node).await.unwrap();
+    let in_domain =
+        |domain: &str, parent: &str| domain == parent || domain.ends_with(&format!(".{parent}"));
+    let wanted: BTreeMap<String, String> = machine
+        .metadata
+        .labels
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(key, _)| {
+            let domain = key.split('/').next().unwrap_or_default();
+            domain == "node-role.kubernetes.io"
+                || in_domain(domain, "node-restriction.kubernetes.io")
+                || in_domain(domain, "node.cluster.x-k8s.io")
+                || key.starts_with("other.example/")
+        })
+        .collect();
+    let labels = current.metadata.labels.clone().unwrap_or_default();
+    let annotations = current.metadata.annotations.clone().unwrap_or_default();
+    let mut label_patch = serde_json::Map::new();
+    for (key, value) in &wanted {
+        if labels.get(key) != Some(value) {
+            label_patch.insert(key.clone(), json!(value));
+        }
+    }
+    for key in annotations
+        .get(LABELS_FROM_MACHINE)
+        .map(String::as_str)
+        .unwrap_or_default()
+        .split(',')
+        .filter(|key| !key.is_empty())
+    {
+        if !wanted.contains_key(key) && labels.contains_key(key) {
+            label_patch.insert(key.to_owned(), serde_json::Value::Null);
+        }
+    }
+    let recorded = wanted.keys().cloned().collect::<Vec<_>>().join(",");
+    let mut annotation_patch = serde_json::Map::new();
+    for (key, value) in [
+        (LABELS_FROM_MACHINE, recorded.as_str()),
+        ("cluster.x-k8s.io/annotations-from-machine", ""),
+        ("cluster.x-k8s.io/cluster-name", "c1"),
+        ("cluster.x-k8s.io/cluster-namespace", namespace),
+        (
+            "cluster.x-k8s.io/machine",
+            machine.metadata.name.as_deref().unwrap_or_default(),
+        ),
+    ] {
+        if annotations.get(key).map(String::as_str) != Some(value) {
+            annotation_patch.insert(key.to_owned(), json!(value));
+        }
+    }
+    if label_patch.is_empty() && annotation_patch.is_empty() {
+        return false;
+    }
+    let patch = json!({"metadata": {
+        "resourceVersion": current.metadata.resource_version,
+        "labels": label_patch,
+        "annotations": annotation_patch,
+    }});
+    let params = PatchParams {
+        field_manager: Some("manager".into()),
+        ..PatchParams::default()
+    };
+    // A 409 is Cluster API's requeue: the next round reads again.
+    nodes
+        .patch(node, &params, &Patch::Merge(patch))
+        .await
+        .is_ok()
+}
+
+/// `--sync-machine-labels` with an expression other than Cluster API's,
+/// while a Cluster API-style `patchNode` syncs the same Machine to the same
+/// Node: the two would take each other's keys out of `labels-from-machine`
+/// for ever. The controller leaves the Node's Machine labels to Cluster
+/// API once Cluster API writes the annotation, so the Node's
+/// resourceVersion settles, with Cluster API's labels and the host label.
+#[tokio::test]
+async fn machine_label_sync_settles_beside_cluster_apis_own() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    // A bed of its own: this controller syncs every Machine's labels.
+    let bed = start_bed(Testbed::builder()).await;
+    bed.install_crd_files(&capi_crds(&bed, &["cluster.x-k8s.io_machines.yaml"]))
+        .await
+        .unwrap();
+    let features = Features {
+        sync_machine_labels: true,
+        ..Features::default()
+    };
+    let site = site(&bed, "hlc-capi-sync", features).await;
+    let node = site.node_name(1);
+    site.create_node(&node, &[]).await;
+    let machines = Machines::new(bed.client());
+    machines
+        .create(&site.namespace, "m1", "c1", &node, "esx-01.lab")
+        .await;
+    machines
+        .api(&site.namespace)
+        .patch(
+            "m1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {
+                "ours.example/tier": "gold",
+                "other.example/zone": "z1",
+                "node-role.kubernetes.io/worker": "",
+            }}})),
+        )
+        .await
+        .unwrap();
+    let controller = site
+        .launch(&bed)
+        .await
+        .arg("--additional-sync-machine-labels", "^ours\\.example/")
+        .spawn()
+        .unwrap();
+    site.until_host(&controller, &node, "esx-01.lab").await;
+
+    // Cluster API's machine controller, requeued every 200 ms.
+    let capi = {
+        let (client, namespace, node) = (bed.client(), site.namespace.clone(), node.clone());
+        tokio::spawn(async move {
+            loop {
+                capi_patch_node(&client, &namespace, "m1", &node).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+    // Settled: the resourceVersion unchanged for 5 s.
+    let nodes: Api<Node> = Api::all(bed.client());
+    let resource_version = || async {
+        nodes
+            .get(&node)
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap_or_default()
+    };
+    let started = std::time::Instant::now();
+    let mut last = (resource_version().await, std::time::Instant::now());
+    let mut changes = 0;
+    while last.1.elapsed() < Duration::from_secs(5) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the Node's resourceVersion never settled: {changes} changes; the controller's log:\n{}",
+            controller.log_tail(40)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = resource_version().await;
+        if now != last.0 {
+            changes += 1;
+            last = (now, std::time::Instant::now());
+        }
+    }
+    capi.abort();
+    let settled = nodes.get(&node).await.unwrap();
+    let labels = settled.metadata.labels.unwrap_or_default();
+    let annotations = settled.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("cluster.x-k8s.io/labels-from-machine")
+            .map(String::as_str),
+        Some("node-role.kubernetes.io/worker,node.cluster.x-k8s.io/esxi-host,other.example/zone"),
+        "Cluster API's bookkeeping"
+    );
+    assert_eq!(
+        labels.get("other.example/zone").map(String::as_str),
+        Some("z1")
+    );
+    assert_eq!(
+        labels.get(&site.label).map(String::as_str),
+        Some("esx-01.lab")
+    );
+    controller.stop_cleanly().await;
 }
