@@ -186,6 +186,10 @@ fn page(title: &str, views: &[View], document: &Value) -> String {
         ));
     }
     html.push_str("</div></nav>\n<main>\n");
+    html.push_str(
+        "<noscript><p>The views are drawn by this page's inline script, which is off. \
+         The data is the JSON document in the element with id \"data\" (view the page's source).</p></noscript>\n",
+    );
     for (i, view) in views.iter().enumerate() {
         html.push_str(&format!(
             "<section role=\"tabpanel\" id=\"view-{id}\" aria-labelledby=\"tab-{id}\" tabindex=\"0\"{hidden}>\n<h2>{title}</h2>\n<p class=\"legend\">{legend}</p>\n",
