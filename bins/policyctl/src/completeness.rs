@@ -129,6 +129,16 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
         &[CONFIG, CLUSTER_API, &[Kind::Node]],
     ),
     (
+        "placement",
+        "Placement",
+        &[CONFIG, SCHEDULING, &[Kind::Machine]],
+    ),
+    (
+        "scheduling",
+        "Scheduling",
+        &[SCHEDULING, WORKLOADS, VOLUMES],
+    ),
+    (
         "maintenance",
         "Repository-maintenance jobs",
         &[
@@ -184,7 +194,10 @@ pub fn answers(command: &Command, global: &GlobalArgs) -> Vec<Answer> {
                 kinds: keep(
                     flatten(groups),
                     (key == "soothe" && exact)
-                        || matches!(key, "hostLabels" | "clusterModules" | "maintenance"),
+                        || matches!(
+                            key,
+                            "hostLabels" | "clusterModules" | "maintenance" | "placement"
+                        ),
                 ),
             })
             .collect();

@@ -24,6 +24,7 @@ pub mod commands;
 pub mod completeness;
 mod error;
 pub mod host_source;
+pub mod html;
 pub mod input;
 pub mod live;
 pub mod manifest;
@@ -31,6 +32,7 @@ pub mod output;
 pub mod plugin;
 pub mod reading;
 pub mod release;
+pub mod rules;
 pub mod timeout;
 
 use std::io::{Read, Write};
@@ -144,6 +146,12 @@ fn try_run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Exit, Failed> {
+    if cli.global.output == OutputFormat::Html && !matches!(cli.command, Command::Report(_)) {
+        return Err(CommandError::Usage(
+            "-o html is available for `report` only; use -o table, json or yaml".to_owned(),
+        )
+        .into());
+    }
     if let Command::HostLabels(HostLabelsArgs {
         action: Some(HostLabelsAction::Sanitize { value }),
         ..

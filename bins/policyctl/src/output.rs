@@ -1,5 +1,6 @@
-//! Rendering: `-o json` (the stable interface), `-o yaml` (the same document)
-//! and `-o table` (for people).
+//! Rendering: `-o json` (the stable interface), `-o yaml` (the same document),
+//! `-o table` (for people) and `-o html` (`report`'s page over the same
+//! document, [`crate::html`]).
 //!
 //! JSON and YAML are produced from a [`serde_json::Value`], whose maps are
 //! sorted by key, so the same input always gives byte-identical output.
@@ -22,6 +23,9 @@ pub enum OutputFormat {
     Json,
     /// The same document as JSON, written as YAML.
     Yaml,
+    /// One self-contained HTML page that embeds the JSON document and draws
+    /// views of it (`report` only).
+    Html,
 }
 
 /// What a command produces: the machine-readable document and its table
@@ -50,6 +54,7 @@ pub fn write(format: OutputFormat, output: &Output, out: &mut dyn Write) -> io::
             Ok(())
         }
         OutputFormat::Table => out.write_all(output.table.as_bytes()),
+        OutputFormat::Html => out.write_all(crate::html::report_page(&output.document).as_bytes()),
     }
 }
 

@@ -328,6 +328,25 @@ async fn every_command_live_is_byte_identical_to_dash_f_on_the_same_objects() {
     assert_eq!(read["objects"].take(), expected["objects"].take());
 }
 
+/// `report -o html` works in live mode: the page embeds live mode's own
+/// `-o json` document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_html_live_embeds_the_live_json_document() {
+    let cluster = Cluster::example(&[]);
+    let server = Loopback::start(cluster.fake.clone(), None).await.unwrap();
+    let page = live(&server, &[INVENTORY, &["report", "-o", "html"]].concat()).await;
+    let json = live(&server, &[INVENTORY, &["report", "-o", "json"]].concat()).await;
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    let start_tag = "<script type=\"application/json\" id=\"data\">";
+    let start = page.stdout.find(start_tag).expect("embedded document") + start_tag.len();
+    let end = start + page.stdout[start..].find("</script>").expect("its end");
+    let embedded: Value = serde_json::from_str(&page.stdout[start..end]).unwrap();
+    let expected: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(embedded, expected);
+    assert_eq!(embedded["objects"]["Node"], 7, "live mode read the cluster");
+    cluster.assert_read_only();
+}
+
 /// The Cluster API kinds of a management cluster, for `modules`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modules_live_is_byte_identical_to_dash_f_on_a_management_cluster() {

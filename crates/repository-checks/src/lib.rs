@@ -55,9 +55,16 @@ pub fn repository_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
-/// Directories never scanned: build output, version control, and fuzz
-/// inputs (arbitrary bytes by design).
-const SKIPPED_DIRS: &[&str] = &["target", ".git", "fuzz/corpus", "fuzz/artifacts"];
+/// Directories never scanned: build output, version control, fuzz inputs
+/// (arbitrary bytes by design), and installed npm packages (the browser
+/// tests' `node_modules`, not ours).
+const SKIPPED_DIRS: &[&str] = &[
+    "target",
+    ".git",
+    "fuzz/corpus",
+    "fuzz/artifacts",
+    "node_modules",
+];
 
 /// File name endings that are scanned: sources, documentation, manifests,
 /// snapshots of what users read, and test fixtures.

@@ -8,6 +8,7 @@ use crate::Exit;
 use crate::commands::config_source::ConfigInput;
 use crate::commands::{CommandError, CommandResult};
 use crate::output::{Output, fitted_table};
+use crate::rules::rule_anchor;
 
 /// Runs the check. Exits 1 when the configuration does not load (Velero's
 /// node-agent would refuse to start, or, for a duplicate key, Go would
@@ -177,12 +178,6 @@ pub fn rule_footer<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
         ));
     }
     text
-}
-
-/// The anchor of a rule's heading: the identifier in lower case with the
-/// dot replaced by a dash (`A2.15` → `a2-15`).
-pub fn rule_anchor(id: &str) -> String {
-    id.to_lowercase().replace('.', "-")
 }
 
 /// The Velero rule identifiers in a text: a family letter (`C`, `A`, `L`,

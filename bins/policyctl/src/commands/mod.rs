@@ -12,11 +12,13 @@ mod host_labels;
 mod hosts;
 mod maintenance;
 mod modules;
+mod placement;
 mod queue;
 mod render;
 mod report;
 mod restore_cache;
 mod schedule;
+mod scheduling;
 mod soothe;
 
 use std::io::Write;

@@ -18,7 +18,7 @@ use crate::commands::queue::ConcurrentBackups;
 use crate::commands::soothe::DataMovers;
 use crate::commands::{
     CommandError, capacity, concurrency, config_check, host_labels, hosts, maintenance, modules,
-    queue, soothe,
+    placement, queue, scheduling, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, fitted_table, section};
@@ -155,6 +155,11 @@ pub fn run(
     {
         text.push_str(&section("Repository-maintenance jobs", &body));
         document.insert("maintenance".to_owned(), section_document);
+    }
+
+    document.insert("placement".to_owned(), placement::document(inventory));
+    if let Some(section_document) = scheduling::document(inventory) {
+        document.insert("scheduling".to_owned(), section_document);
     }
 
     if inventory.host_inventories.len() == 1 {
