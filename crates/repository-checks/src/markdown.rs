@@ -133,6 +133,25 @@ pub fn glued_headings(text: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// In a behaviour reference file, the rule bullets (`- Upstream …`) that
+/// sit under a heading which is not a rule's (`### <a id="…"></a>…`): the
+/// 1-based line of each and the heading it sits under. They belong to the
+/// rule above that heading.
+pub fn rule_bullets_outside_rules(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut heading: Option<&str> = None;
+    for (number, line) in prose_lines(text) {
+        if line.starts_with('#') {
+            heading = Some(line);
+        } else if line.starts_with("- Upstream")
+            && let Some(h) = heading.filter(|h| !h.contains("<a id="))
+        {
+            out.push((number, h.to_owned()));
+        }
+    }
+    out
+}
+
 /// The broken relative links of the Markdown file `path` (relative to
 /// `root`) whose text is `text`: a target file or directory that does not
 /// exist, or an anchor that the target Markdown file does not have.

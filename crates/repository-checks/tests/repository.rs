@@ -104,6 +104,30 @@ fn every_heading_marker_in_markdown_starts_its_own_line() {
 }
 
 #[test]
+fn every_rule_s_upstream_bullets_sit_under_its_own_heading() {
+    let mut findings = Vec::new();
+    for (path, text) in text_files(&repository_root()).unwrap() {
+        if path.starts_with("docs/behaviour/") && path.ends_with(".md") {
+            for (line, heading) in markdown::rule_bullets_outside_rules(&text) {
+                findings.push(Finding {
+                    path: path.clone(),
+                    line,
+                    message: format!(
+                        "rule bullets under `{heading}`, not under a rule heading: move the heading below them"
+                    ),
+                });
+            }
+        }
+    }
+    fail_on("rule bullets under a section heading", &findings);
+    let sample = "### <a id=\"r-1\"></a>Rule one\n\ntext\n\n## Section\n\n- Upstream (a b): c\n";
+    assert_eq!(
+        markdown::rule_bullets_outside_rules(sample),
+        vec![(7, "## Section".to_owned())]
+    );
+}
+
+#[test]
 fn the_glued_heading_check_sees_a_glued_heading_and_nothing_else() {
     let text = "Some text. ## Next section\n\n## A real heading\n\nIssue #12 and `a ## b`.\n\n```sh\necho x # comment\n```\n";
     assert_eq!(
