@@ -126,6 +126,47 @@ pub struct Worker {
     pub guessed_node: Option<String>,
     /// Whether that Node exists (`None`: no Nodes given).
     pub node_exists: Option<bool>,
+    /// The Node's `CIS-node` label against the server's host (`None`: no
+    /// Nodes given, or no label expected).
+    pub label: Option<LabelState>,
+}
+
+/// A guessed Node's `CIS-node` label against the server list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LabelState {
+    /// It names the server's current host.
+    Current,
+    /// It names another host: written before a live migration or
+    /// evacuation, never rewritten (D.2).
+    Stale {
+        /// The host the label names.
+        labelled: String,
+    },
+    /// The Node has no such label.
+    Missing,
+    /// There is no Node of the guessed name.
+    NoNode,
+}
+
+impl std::fmt::Display for LabelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabelState::Current => f.write_str("current"),
+            LabelState::Stale { labelled } => write!(f, "stale: the Node says {labelled}"),
+            LabelState::Missing => f.write_str("missing on the Node"),
+            LabelState::NoNode => f.write_str("no such Node: the labels go nowhere"),
+        }
+    }
+}
+
+/// A Node of the cluster: its name and its `CIS-node` label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLabel {
+    /// The Node name.
+    pub name: String,
+    /// Its `CIS-node` label, if any.
+    pub host: Option<String>,
 }
 
 /// The whole plan.
@@ -143,6 +184,9 @@ pub struct Plan {
     pub first_no_valid_host: Option<String>,
     /// The workers of the server list.
     pub workers: Vec<Worker>,
+    /// Servers of one VDU listed on one compute host: `(host, vdu,
+    /// servers)`, by host then VDU.
+    pub shared_hosts: Vec<(String, String, Vec<String>)>,
 }
 
 fn properties_map<'a>(policy: &'a super::vnfd::Policy, key: &str) -> &'a [(String, Tree)] {
@@ -354,7 +398,7 @@ pub fn plan(
     translation: &Translation,
     hosts: &[ComputeHost],
     servers: &[Server],
-    nodes: Option<&[String]>,
+    nodes: Option<&[NodeLabel]>,
 ) -> Result<Plan, VnfdError> {
     let levels = read_levels(vnfd)?;
     let computes: Vec<_> = vnfd
@@ -453,11 +497,26 @@ pub fn plan(
         }
     }
     let first_no_valid_host = steps.iter().find(|s| !s.fits).map(|s| s.label.clone());
-    let workers = servers
+    let workers: Vec<Worker> = servers
         .iter()
         .map(|server| worker(server, vnfd, translation, nodes))
         .collect();
+    let mut by_host: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for w in &workers {
+        if let (Some(host), Some(vdu)) = (&w.host, &w.vdu) {
+            by_host
+                .entry((host.clone(), vdu.clone()))
+                .or_default()
+                .push(w.server.clone());
+        }
+    }
+    let shared_hosts = by_host
+        .into_iter()
+        .filter(|(_, servers)| servers.len() > 1)
+        .map(|((host, vdu), servers)| (host, vdu, servers))
+        .collect();
     Ok(Plan {
+        shared_hosts,
         vdus,
         hosts: hosts.iter().map(|h| h.name.clone()).collect(),
         steps,
@@ -482,7 +541,7 @@ fn worker(
     server: &Server,
     vnfd: &Vnfd,
     translation: &Translation,
-    nodes: Option<&[String]>,
+    nodes: Option<&[NodeLabel]>,
 ) -> Worker {
     // The longest VDU server name (or node name) the server name starts with.
     let vdu = vnfd
@@ -511,13 +570,37 @@ fn worker(
             labels.insert(TACKER_ZONE_LABEL.to_owned(), zone.clone());
         }
     }
-    let guessed_node = server.ipv4.first().and_then(|ip| guessed_node_name(ip));
+    // Tacker guesses (and labels) only the workers it labels.
+    let guessed_node = if labels.is_empty() {
+        None
+    } else {
+        server.ipv4.first().and_then(|ip| guessed_node_name(ip))
+    };
     Worker {
         server: server.name.clone(),
         vdu,
         host: server.host.clone(),
         labels,
-        node_exists: nodes.map(|nodes| guessed_node.as_ref().is_some_and(|g| nodes.contains(g))),
+        node_exists: guessed_node
+            .as_ref()
+            .and_then(|g| nodes.map(|nodes| nodes.iter().any(|n| &n.name == g))),
+        label: match (&guessed_node, nodes) {
+            (Some(guess), Some(nodes)) => Some(match nodes.iter().find(|n| &n.name == guess) {
+                None => LabelState::NoNode,
+                Some(NodeLabel { host: None, .. }) => LabelState::Missing,
+                Some(NodeLabel {
+                    host: Some(labelled),
+                    ..
+                }) if server.host.as_ref() == Some(labelled) => LabelState::Current,
+                Some(NodeLabel {
+                    host: Some(labelled),
+                    ..
+                }) => LabelState::Stale {
+                    labelled: labelled.clone(),
+                },
+            }),
+            _ => None,
+        },
         guessed_node,
     }
 }
