@@ -170,6 +170,33 @@ pub const UNREAD_OPTIONS: &[(&[&str], &[&str])] = &[
     (&["hosts", "scale-down"], MAINTENANCE_OPTIONS),
     (&["maintenance"], CONFIG_OPTIONS),
     (&["maintenance"], INVENTORY_OPTIONS),
+    (&["vnf"], VNF_UNREAD_OPTIONS),
+    (&["vnf"], INPUT_OPTIONS),
+    (&["vnf", "translate"], VNF_UNREAD_OPTIONS),
+    (&["vnf", "translate"], INPUT_OPTIONS),
+    (&["vnf", "plan"], VNF_UNREAD_OPTIONS),
+    (&["vnf", "plan"], VNF_PLAN_UNREAD_INPUT_OPTIONS),
+];
+
+/// The options no `vnf` command reads: live mode and partial answers.
+const VNF_UNREAD_OPTIONS: &[&str] = &[
+    "kubeconfig",
+    "context",
+    "live",
+    "namespace",
+    "chunk_size",
+    "request_timeout",
+    "allow_partial",
+];
+
+/// The input options `vnf plan` does not read: it reads Nodes from `-f`.
+const VNF_PLAN_UNREAD_INPUT_OPTIONS: &[&str] = &[
+    "config",
+    "config_map",
+    "velero_version",
+    "inventory_config_map",
+    "inventory_key",
+    "maintenance_config_map",
 ];
 
 /// Hides the options `ids` of the subcommand of `command` at `path` from
@@ -527,6 +554,57 @@ pub enum Command {
     /// Velero's namespace, list only), with bindings for the subjects given:
     /// pipe it to `kubectl apply -f -`.
     Rbac(RbacArgs),
+    /// OpenStack Tacker: what a VNFD's affinity rules become (as
+    /// heat-translator translates them) and how its VDUs spread over the
+    /// compute hosts.
+    Vnf {
+        /// What to compute.
+        #[command(subcommand)]
+        action: VnfAction,
+    },
+}
+
+/// `vnf` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum VnfAction {
+    /// The server-group part of the Heat template heat-translator makes of
+    /// the VNFD (`-o yaml` writes it as heat-translator does), and a finding
+    /// for every affinity rule, target or hint it drops.
+    Translate(VnfdArgs),
+    /// For each VDU: its server group and policy, its instances at each
+    /// instantiation and scale level, whether each level fits the compute
+    /// hosts (the first that fails with NoValidHost), and the `CIS-node`
+    /// labels Tacker's management driver writes on the workers. Nodes
+    /// given with `-f` check Tacker's node-name guess.
+    Plan(VnfPlanArgs),
+}
+
+/// The VNFD options.
+#[derive(Debug, Args)]
+pub struct VnfdArgs {
+    /// The VNFD: a TOSCA YAML file (its imports are read next to it), or a
+    /// CSAR's `Definitions` directory.
+    #[arg(long, value_name = "FILE|DIR", env = "POLICYCTL_VNFD")]
+    pub vnfd: PathBuf,
+    /// The deployment flavour (`flavour_id`) when the VNFD has several.
+    #[arg(long, value_name = "ID", env = "POLICYCTL_VNF_FLAVOUR")]
+    pub flavour: Option<String>,
+}
+
+/// Options of `vnf plan`.
+#[derive(Debug, Args)]
+pub struct VnfPlanArgs {
+    /// The VNFD.
+    #[command(flatten)]
+    pub vnfd: VnfdArgs,
+    /// The compute hosts: `openstack hypervisor list -f json` (hosts whose
+    /// State is not `up` are never chosen).
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_HYPERVISORS")]
+    pub hypervisors: Option<PathBuf>,
+    /// The servers: `openstack server list --long -f json` (the workers, and
+    /// the compute hosts when `--hypervisors` is not given).
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_SERVERS")]
+    pub servers: Option<PathBuf>,
 }
 
 /// Options of `rbac`.

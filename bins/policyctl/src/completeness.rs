@@ -231,6 +231,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Modules(_) => "modules",
         Command::Report(_) => "report",
         Command::Rbac(_) => "rbac",
+        Command::Vnf { .. } => "vnf",
     }
 }
 

@@ -40,7 +40,7 @@ use std::io::{Read, Write};
 pub use cli::{
     AffinityArgs, CapacityArgs, Cli, Command, ConfigAction, ConfigMapRef, DiagnoseArgs, GlobalArgs,
     HostLabelsAction, HostLabelsArgs, HostsAction, NodeOsArg, ObjectRef, QueueArgs, ScheduleArgs,
-    SootheArgs, SootheMode, WorkloadKind, WorkloadRef,
+    SootheArgs, SootheMode, VnfAction, VnfPlanArgs, VnfdArgs, WorkloadKind, WorkloadRef,
 };
 pub use error::CommandError;
 pub use output::OutputFormat;
@@ -167,6 +167,11 @@ fn try_run(
         let output = live::rbac::run(args, &cli.global).map_err(CommandError::Input)?;
         emit(cli.global.output, &output, stdout)?;
         return Ok(Exit::Success);
+    }
+    if let Command::Vnf { action } = &cli.command {
+        // Reads the VNFD and OpenStack listings, and Nodes only from -f.
+        return commands::vnf::run(action, &cli.global, stdin, stdout, stderr)
+            .map_err(Failed::from);
     }
     let mut inventory = if live::requested(&cli.global) {
         live::load(&cli.global, &cli.command, stderr)?

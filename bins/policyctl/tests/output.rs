@@ -135,6 +135,9 @@ fn each_command_lists_only_the_options_it_reads() {
             ],
         ),
         (&["report"], &flags),
+        // `vnf` reads files of its own; only `vnf plan` reads Nodes (-f).
+        (&["vnf", "translate"], &[]),
+        (&["vnf", "plan"], &["--filename"]),
     ];
     for (path, expected) in listed {
         let help = help_of("policyctl", path);

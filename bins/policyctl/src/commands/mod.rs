@@ -20,6 +20,7 @@ mod restore_cache;
 mod schedule;
 mod scheduling;
 mod soothe;
+pub mod vnf;
 
 use std::io::Write;
 
@@ -168,6 +169,9 @@ pub fn execute(
         Command::Modules(args) => {
             modules::run(inventory, args.cluster.as_ref()).map(CommandResult::success)
         }
+        Command::Vnf { .. } => Err(CommandError::Usage(
+            "vnf commands read no cluster objects; they run before the input is read".to_owned(),
+        )),
         Command::Rbac(args) => crate::live::rbac::run(args, global)
             .map(CommandResult::success)
             .map_err(CommandError::Input),

@@ -474,7 +474,7 @@ pub fn needs(command: &Command) -> Needs {
             ],
         ],
         Command::Report(_) => &[&Kind::ALL],
-        Command::Rbac(_) => return Needs::Nothing,
+        Command::Rbac(_) | Command::Vnf { .. } => return Needs::Nothing,
     };
     let mut kinds: Vec<Kind> = groups
         .iter()

@@ -1,0 +1,497 @@
+//! `vnf translate --vnfd FILE|DIR` and `vnf plan --vnfd FILE|DIR
+//! [--hypervisors FILE] [--servers FILE] [-f NODES]`: a Tacker VNFD's
+//! affinity rules as heat-translator translates them, and the plan of its
+//! VDUs over the compute hosts (anti-affinity-placement's `tacker` module,
+//! E.1–E.6). These commands read files, not cluster objects.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anti_affinity_placement::tacker::plan::{
+    CIS_NODE_LABEL, ComputeHost, LabelState, NodeLabel, Plan, Server, plan,
+};
+use anti_affinity_placement::tacker::translate::{Translation, translate};
+use anti_affinity_placement::tacker::vnfd::{Vnfd, read_vnfd};
+use serde_json::{Value, json};
+
+use crate::cli::{GlobalArgs, VnfAction, VnfdArgs};
+use crate::commands::CommandError;
+use crate::output::{Output, OutputFormat, fitted_table, or_dash};
+use crate::{Exit, input, manifest};
+
+fn input_error(message: String) -> CommandError {
+    CommandError::Input(message)
+}
+
+/// Reads the VNFD of `--vnfd`: a file with its imports, or every YAML file
+/// of a directory (each file once, imports included).
+pub fn read(args: &VnfdArgs) -> Result<Vnfd, CommandError> {
+    let path = &args.vnfd;
+    let shown = path.display().to_string();
+    let mut loader = |name: &str| -> Result<Option<String>, String> {
+        match std::fs::read_to_string(name) {
+            Ok(text) => Ok(Some(text)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    };
+    let (entry, text) = if path.is_dir() {
+        let mut files: Vec<String> = std::fs::read_dir(path)
+            .map_err(|error| input_error(format!("--vnfd {shown}: {error}")))?
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".yaml") || name.ends_with(".yml"))
+            .collect();
+        files.sort();
+        // A document importing every file of the directory.
+        let imports: Vec<String> = files.iter().map(|f| format!("  - {f:?}\n")).collect();
+        (
+            format!("{}/", shown.trim_end_matches('/')),
+            format!("imports:\n{}", imports.concat()),
+        )
+    } else {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| input_error(format!("--vnfd {shown}: {error}")))?;
+        (shown.clone(), text)
+    };
+    read_vnfd(&entry, &text, &mut loader, args.flavour.as_deref()).map_err(|error| {
+        let hint = if matches!(
+            error,
+            anti_affinity_placement::tacker::vnfd::VnfdError::Flavours { .. }
+        ) {
+            " with --flavour"
+        } else {
+            ""
+        };
+        input_error(format!("{error}{hint}"))
+    })
+}
+
+fn findings_table(translation: &Translation) -> String {
+    fitted_table(
+        &[
+            "rule",
+            "target",
+            "finding",
+            "ref",
+            "what heat-translator does",
+        ],
+        translation.findings.iter().map(|f| {
+            [
+                f.rule.clone(),
+                or_dash(f.target.as_ref()),
+                f.code().to_owned(),
+                f.rule_id().to_owned(),
+                f.to_string(),
+            ]
+        }),
+    )
+}
+
+fn findings_json(translation: &Translation) -> Value {
+    Value::Array(
+        translation
+            .findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "file": f.file,
+                    "path": f.path,
+                    "rule": f.rule,
+                    "target": f.target,
+                    "finding": f.code(),
+                    "ref": f.rule_id(),
+                    "message": f.to_string(),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Runs a `vnf` command and writes its output.
+pub fn run(
+    action: &VnfAction,
+    global: &GlobalArgs,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<Exit, CommandError> {
+    match action {
+        VnfAction::Translate(args) => {
+            let vnfd = read(args)?;
+            let translation = translate(&vnfd);
+            let text = match global.output {
+                OutputFormat::Table => {
+                    let mut text = format!(
+                        "VNFD {}: {} server group(s), {} finding(s)\n\n",
+                        vnfd.file,
+                        translation.groups.len(),
+                        translation.findings.len()
+                    );
+                    if !translation.findings.is_empty() {
+                        text.push_str(&findings_table(&translation));
+                        text.push('\n');
+                    }
+                    text.push_str("The server-group part of heat-translator's Heat template:\n\n");
+                    text.push_str(&translation.hot_yaml());
+                    text
+                }
+                format => {
+                    for finding in &translation.findings {
+                        let _ = writeln!(
+                            stderr,
+                            "warning: {}: {}: {} ({})",
+                            finding.file,
+                            finding.path,
+                            finding,
+                            finding.rule_id()
+                        );
+                    }
+                    if format == OutputFormat::Json {
+                        let document = serde_json::to_string_pretty(&translation.hot_document())
+                            .map_err(|error| input_error(error.to_string()))?;
+                        document + "\n"
+                    } else {
+                        translation.hot_yaml()
+                    }
+                }
+            };
+            write(stdout, &text)?;
+            Ok(Exit::Success)
+        }
+        VnfAction::Plan(args) => {
+            let vnfd = read(&args.vnfd)?;
+            let translation = translate(&vnfd);
+            let servers = match &args.servers {
+                Some(path) => read_servers(path)?,
+                None => Vec::new(),
+            };
+            let hosts = match &args.hypervisors {
+                Some(path) => read_hypervisors(path)?,
+                None => {
+                    let mut hosts: Vec<String> =
+                        servers.iter().filter_map(|s| s.host.clone()).collect();
+                    hosts.sort();
+                    hosts.dedup();
+                    hosts
+                        .into_iter()
+                        .map(|name| ComputeHost { name, usable: true })
+                        .collect()
+                }
+            };
+            if hosts.is_empty() {
+                return Err(CommandError::Usage(
+                    "vnf plan needs the compute hosts: give --hypervisors (openstack hypervisor list -f json) or --servers (openstack server list --long -f json)".to_owned(),
+                ));
+            }
+            let nodes = if global.filenames.is_empty() {
+                None
+            } else {
+                let sources = input::read_all(
+                    &global.filenames,
+                    input::ReadOptions {
+                        recursive: global.recursive,
+                        max_input_bytes: global.max_input_bytes.0,
+                    },
+                    stdin,
+                )?;
+                let inventory = manifest::read_sources(&sources)?;
+                Some(
+                    inventory
+                        .nodes
+                        .values()
+                        .filter_map(|n| {
+                            Some(NodeLabel {
+                                name: n.object.metadata.name.clone()?,
+                                host: n
+                                    .object
+                                    .metadata
+                                    .labels
+                                    .as_ref()
+                                    .and_then(|l| l.get(CIS_NODE_LABEL))
+                                    .cloned(),
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            };
+            let plan = plan(&vnfd, &translation, &hosts, &servers, nodes.as_deref())
+                .map_err(|error| input_error(error.to_string()))?;
+            let output = plan_output(&vnfd, &translation, &plan)?;
+            crate::output::write(global.output, &output, stdout).map_err(CommandError::Output)?;
+            Ok(Exit::Success)
+        }
+    }
+}
+
+fn write(stdout: &mut dyn Write, text: &str) -> Result<(), CommandError> {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(CommandError::Output),
+    }
+}
+
+fn read_json(path: &Path, what: &str) -> Result<Vec<serde_json::Map<String, Value>>, CommandError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| input_error(format!("--{what} {shown}: {error}")))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|error| input_error(format!("--{what} {shown}: not JSON: {error}")))?;
+    match value {
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Object(map) => Ok(map),
+                other => Err(input_error(format!(
+                    "--{what} {shown}: [{i}]: expected an object, found {other}"
+                ))),
+            })
+            .collect(),
+        other => Err(input_error(format!(
+            "--{what} {shown}: expected the JSON list `openstack ... -f json` writes, found {}",
+            kind_of(&other)
+        ))),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn text_field(
+    map: &serde_json::Map<String, Value>,
+    keys: &[&str],
+    at: impl Fn(&str) -> String,
+) -> Result<Option<String>, CommandError> {
+    for key in keys {
+        match map.get(*key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) => return Ok(Some(text.clone())),
+            Some(other) => {
+                return Err(input_error(format!(
+                    "{}: expected a string, found {other}",
+                    at(key)
+                )));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `openstack hypervisor list -f json`: `Hypervisor Hostname` and `State`.
+fn read_hypervisors(path: &Path) -> Result<Vec<ComputeHost>, CommandError> {
+    let shown = path.display().to_string();
+    let mut hosts = Vec::new();
+    for (i, item) in read_json(path, "hypervisors")?.iter().enumerate() {
+        let at = |key: &str| format!("--hypervisors {shown}: [{i}].{key:?}");
+        let name = text_field(item, &["Hypervisor Hostname", "hypervisor_hostname"], at)?
+            .ok_or_else(|| {
+                input_error(format!(
+                    "--hypervisors {shown}: [{i}]: no \"Hypervisor Hostname\""
+                ))
+            })?;
+        let state = text_field(item, &["State", "state"], at)?;
+        hosts.push(ComputeHost {
+            name,
+            usable: state.as_deref().is_none_or(|s| s == "up"),
+        });
+    }
+    hosts.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(hosts)
+}
+
+/// `openstack server list --long -f json`: `Name`, `Host` (or
+/// `OS-EXT-SRV-ATTR:host`) and `Networks` (`{"net": ["10.0.0.5"]}` or
+/// `"net=10.0.0.5, …"`).
+fn read_servers(path: &Path) -> Result<Vec<Server>, CommandError> {
+    let shown = path.display().to_string();
+    let mut servers = Vec::new();
+    for (i, item) in read_json(path, "servers")?.iter().enumerate() {
+        let at = |key: &str| format!("--servers {shown}: [{i}].{key:?}");
+        let name = text_field(item, &["Name", "name"], at)?
+            .ok_or_else(|| input_error(format!("--servers {shown}: [{i}]: no \"Name\"")))?;
+        let host = text_field(item, &["Host", "OS-EXT-SRV-ATTR:host"], at)?;
+        let mut addresses = Vec::new();
+        match item.get("Networks") {
+            Some(Value::Object(networks)) => {
+                for list in networks.values() {
+                    if let Value::Array(ips) = list {
+                        addresses.extend(ips.iter().filter_map(Value::as_str).map(str::to_owned));
+                    }
+                }
+            }
+            Some(Value::String(text)) => {
+                for part in text.split([',', ';']) {
+                    let ip = part.rsplit('=').next().unwrap_or(part).trim();
+                    addresses.push(ip.to_owned());
+                }
+            }
+            _ => {}
+        }
+        let ipv4 = addresses
+            .into_iter()
+            .filter(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+            .collect();
+        servers.push(Server {
+            name,
+            host,
+            ipv4,
+            zone: None,
+        });
+    }
+    Ok(servers)
+}
+
+fn plan_output(
+    vnfd: &Vnfd,
+    translation: &Translation,
+    plan: &Plan,
+) -> Result<Output, CommandError> {
+    let mut text = format!(
+        "VNFD {}: {} VDU(s) over {} compute host(s) ({})\n\n",
+        vnfd.file,
+        plan.vdus.len(),
+        plan.hosts.len(),
+        plan.hosts.join(", ")
+    );
+    text.push_str(&fitted_table(
+        &[
+            "vdu",
+            "server group",
+            "min",
+            "max",
+            "initial",
+            "scaling",
+            "levels",
+        ],
+        plan.vdus.iter().map(|v| {
+            [
+                v.name.clone(),
+                match (&v.server_group, &v.policy, v.max_server_per_host) {
+                    (Some(group), Some(policy), Some(k)) => {
+                        format!("{group} ({policy}, max_server_per_host {k})")
+                    }
+                    (Some(group), Some(policy), None) => format!("{group} ({policy})"),
+                    _ => "none: no host constraint".to_owned(),
+                },
+                or_dash(v.min),
+                or_dash(v.max),
+                or_dash(v.initial),
+                match &v.aspect {
+                    Some(aspect) => format!("{aspect}: {}", join(&v.deltas)),
+                    None => "-".to_owned(),
+                },
+                join(&v.levels),
+            ]
+        }),
+    ));
+    text.push('\n');
+    text.push_str(&fitted_table(
+        &[
+            "level",
+            "server group",
+            "servers",
+            "no valid host",
+            "sharing a host",
+            "per host",
+        ],
+        plan.steps.iter().flat_map(|step| {
+            step.groups
+                .iter()
+                .map(|g| {
+                    [
+                        step.label.clone(),
+                        format!("{} ({})", g.server_group, g.policy),
+                        g.servers.to_string(),
+                        g.no_valid_host.to_string(),
+                        g.sharing.to_string(),
+                        join(&g.per_host),
+                    ]
+                })
+                .collect::<Vec<_>>()
+        }),
+    ));
+    text.push('\n');
+    match &plan.first_no_valid_host {
+        Some(level) => text.push_str(&format!(
+            "First level that fails with NoValidHost: {level} (hard anti-affinity: at most one server of the group per compute host; E.4)\n"
+        )),
+        None => text.push_str("Every level fits the compute hosts.\n"),
+    }
+    if !plan.workers.is_empty() {
+        text.push('\n');
+        text.push_str(&fitted_table(
+            &[
+                "server",
+                "vdu",
+                "host",
+                "labels tacker writes",
+                "node name guessed",
+                "node label",
+            ],
+            plan.workers.iter().map(|w| {
+                [
+                    w.server.clone(),
+                    or_dash(w.vdu.as_ref()),
+                    or_dash(w.host.as_ref()),
+                    if w.labels.is_empty() {
+                        "none (not in an anti-affinity server group)".to_owned()
+                    } else {
+                        join(&w.labels)
+                    },
+                    or_dash(w.guessed_node.as_ref()),
+                    match &w.label {
+                        None => "-".to_owned(),
+                        Some(state @ LabelState::Current) => state.to_string(),
+                        Some(state @ LabelState::Stale { .. }) => format!("{state} (D.2)"),
+                        Some(state @ LabelState::Missing) => format!("{state} (B.6)"),
+                        Some(state) => format!("{state} (E.6)"),
+                    },
+                ]
+            }),
+        ));
+        for (host, vdu, servers) in &plan.shared_hosts {
+            text.push_str(&format!(
+                "\n{vdu}: {} share compute host {host} (E.5)",
+                servers.join(", ")
+            ));
+        }
+        if !plan.shared_hosts.is_empty() {
+            text.push('\n');
+        }
+    }
+    if !translation.findings.is_empty() {
+        text.push_str("\nAffinity rules heat-translator drops:\n\n");
+        text.push_str(&findings_table(translation));
+    }
+    let document = json!({
+        "vnfd": vnfd.file,
+        "plan": serde_json::to_value(plan).map_err(|error| input_error(error.to_string()))?,
+        "findings": findings_json(translation),
+    });
+    Ok(Output {
+        document,
+        table: text,
+    })
+}
+
+fn join<V: ToString>(map: &std::collections::BTreeMap<String, V>) -> String {
+    if map.is_empty() {
+        return "-".to_owned();
+    }
+    map.iter()
+        .map(|(k, v)| format!("{k}={}", v.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
