@@ -18,10 +18,10 @@ use controller_kit::server::Readiness;
 use controller_kit::{LeaderElectionConfig, Shutdown, ShutdownReason, WriteFence};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Event, EventType};
-use kube::Resource;
 use kube_testbed::Testbed;
 use kube_testbed::deploy::{self, AuditedRequest};
 use prometheus_client::registry::Registry;
@@ -143,9 +143,10 @@ fn election(namespace: &str, identity: &str) -> LeaderElectionConfig {
 async fn client_as(bed: &Testbed, user: &str, port: u16) -> kube::Client {
     let path = bed.user_kubeconfig(user, &["system:masters"]).unwrap();
     let kubeconfig = Kubeconfig::read_from(&path).unwrap();
-    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap();
     config.cluster_url = format!("https://127.0.0.1:{port}").parse().unwrap();
     kube::Client::try_from(config).unwrap()
 }
@@ -193,10 +194,7 @@ async fn heartbeat(
             "metadata": {"name": name},
             "data": {"beat": beat.to_string()},
         });
-        if let Err(error) = config_maps
-            .patch(&name, &apply, &Patch::Apply(&body))
-            .await
-        {
+        if let Err(error) = config_maps.patch(&name, &apply, &Patch::Apply(&body)).await {
             let reference = k8s_openapi::api::core::v1::ObjectReference {
                 api_version: Some(ConfigMap::api_version(&()).into_owned()),
                 kind: Some(ConfigMap::kind(&()).into_owned()),
@@ -290,7 +288,12 @@ async fn a_partitioned_leader_writes_nothing_after_its_successor_starts() {
         b_shutdown.clone(),
     );
     until("replica-a writes", Duration::from_secs(10), async || {
-        config_maps.get_opt("heartbeat-replica-a").await.ok().flatten().is_some()
+        config_maps
+            .get_opt("heartbeat-replica-a")
+            .await
+            .ok()
+            .flatten()
+            .is_some()
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -298,12 +301,19 @@ async fn a_partitioned_leader_writes_nothing_after_its_successor_starts() {
 
     // The partition: replica-a's requests (its renewals among them) hang.
     link.set(true);
-    until("replica-b takes over", Duration::from_secs(20), async || {
-        holder(&leases).await.as_deref() == Some("replica-b")
-    })
+    until(
+        "replica-b takes over",
+        Duration::from_secs(20),
+        async || holder(&leases).await.as_deref() == Some("replica-b"),
+    )
     .await;
     until("replica-b writes", Duration::from_secs(10), async || {
-        config_maps.get_opt("heartbeat-replica-b").await.ok().flatten().is_some()
+        config_maps
+            .get_opt("heartbeat-replica-b")
+            .await
+            .ok()
+            .flatten()
+            .is_some()
     })
     .await;
     // The network comes back while both processes still run.
