@@ -30,11 +30,13 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod gates;
 pub mod index;
 pub mod loads;
 pub mod manifests;
 pub mod metrics;
 pub mod pass;
+pub mod webhook;
 pub mod writes;
 
 use controller_kit::runner::run_controller;

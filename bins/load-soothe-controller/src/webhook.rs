@@ -1,0 +1,318 @@
+//! The mutating admission webhook of the scheduling-gate queue: it adds
+//! [`PREPARE_QUEUE_GATE`] to every data-mover pod at creation, so that
+//! kube-scheduler leaves the pod alone until the controller lifts the gate
+//! ([`crate::gates`]).
+//!
+//! - [`mutate`]: the AdmissionReview answer for one request (pure).
+//! - [`WebhookTls::self_signed`]: a CA and a serving certificate made at
+//!   start-up; the CA goes into the webhook configuration's `caBundle`.
+//! - [`serve`]: HTTPS on `POST /mutate`.
+//! - [`configuration`]: the MutatingWebhookConfiguration, with a failure
+//!   policy that never blocks pod creation (`Ignore`), a namespace selector
+//!   narrowed to Velero's namespace, and a short timeout.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::routing::post;
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use load_soothe::PREPARE_QUEUE_GATE;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+
+use controller_kit::Shutdown;
+
+/// The labels Velero's exposers put on a data-mover pod, one per load kind,
+/// whose value is the load's name (L3.15).
+pub const MOVER_POD_LABELS: [&str; 4] = [
+    "velero.io/data-upload",
+    "velero.io/data-download",
+    "velero.io/pod-volume-backup",
+    "velero.io/pod-volume-restore",
+];
+
+/// The webhook's name in the configuration (a qualified name of three
+/// segments, as kube-apiserver requires).
+pub const WEBHOOK_NAME: &str = "prepare-queue.load-soothe.velero.io";
+
+/// Errors of the webhook's set-up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WebhookError {
+    /// The certificates could not be made.
+    #[error("cannot make the webhook's {what}: {source}")]
+    Certificate {
+        /// Which certificate or key.
+        what: &'static str,
+        /// rcgen's error.
+        source: rcgen::Error,
+    },
+    /// The TLS configuration was refused.
+    #[error("the webhook's TLS configuration is invalid: {0}")]
+    Tls(#[from] tokio_rustls::rustls::Error),
+    /// The listening socket.
+    #[error("cannot listen on {addr} for the webhook: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Whether `pod` (a Pod object as JSON) is a data-mover pod: it carries one
+/// of [`MOVER_POD_LABELS`].
+pub fn is_mover_pod(pod: &Value) -> bool {
+    MOVER_POD_LABELS
+        .iter()
+        .any(|label| pod["metadata"]["labels"][label].is_string())
+}
+
+/// The JSON patch that adds the gate to `pod`, `None` when it is not a
+/// mover pod or already carries the gate.
+pub fn gate_patch(pod: &Value) -> Option<Value> {
+    if !is_mover_pod(pod) {
+        return None;
+    }
+    let gate = json!({ "name": PREPARE_QUEUE_GATE });
+    match pod["spec"]["schedulingGates"].as_array() {
+        Some(gates) if gates.iter().any(|g| g["name"] == PREPARE_QUEUE_GATE) => None,
+        Some(_) => Some(json!([{ "op": "add", "path": "/spec/schedulingGates/-", "value": gate }])),
+        None => Some(json!([{ "op": "add", "path": "/spec/schedulingGates", "value": [gate] }])),
+    }
+}
+
+/// The AdmissionReview (`admission.k8s.io/v1`) answering `review`: always
+/// allowed; for a mover pod's creation, with the patch of [`gate_patch`].
+pub fn mutate(review: &Value) -> Value {
+    let request = &review["request"];
+    let mut response = json!({
+        "uid": request["uid"].clone(),
+        "allowed": true,
+    });
+    if request["operation"] == "CREATE"
+        && request["kind"]["kind"] == "Pod"
+        && let Some(patch) = gate_patch(&request["object"])
+    {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] = json!(encoded);
+    }
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": response,
+    })
+}
+
+/// The webhook's serving certificate and the CA that signed it.
+#[derive(Clone)]
+pub struct WebhookTls {
+    /// The CA certificate (PEM), for the configuration's `caBundle`.
+    pub ca_pem: String,
+    cert_der: Vec<u8>,
+    key_der: Vec<u8>,
+}
+
+impl std::fmt::Debug for WebhookTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookTls").finish_non_exhaustive()
+    }
+}
+
+impl WebhookTls {
+    /// A new CA and a serving certificate for `names` (DNS names or IP
+    /// addresses: the Service's `name.namespace.svc`, or `127.0.0.1`).
+    /// Nothing is stored: a restarted controller makes new ones and writes
+    /// the new CA into the configuration.
+    pub fn self_signed(names: &[String]) -> Result<WebhookTls, WebhookError> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, KeyUsagePurpose,
+        };
+        let fail = |what| move |source| WebhookError::Certificate { what, source };
+        let ca_key = KeyPair::generate().map_err(fail("CA key"))?;
+        let mut ca = CertificateParams::default();
+        ca.distinguished_name
+            .push(DnType::CommonName, "load-soothe-controller webhook CA");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca.self_signed(&ca_key).map_err(fail("CA certificate"))?;
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().map_err(fail("serving key"))?;
+        let mut params = CertificateParams::new(names.to_vec()).map_err(fail("serving names"))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "load-soothe-controller webhook");
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let cert = params
+            .signed_by(&key, &issuer)
+            .map_err(fail("serving certificate"))?;
+        Ok(WebhookTls {
+            ca_pem: ca_cert.pem(),
+            cert_der: cert.der().to_vec(),
+            key_der: key.serialize_der(),
+        })
+    }
+
+    fn acceptor(&self) -> Result<TlsAcceptor, WebhookError> {
+        use tokio_rustls::rustls::ServerConfig;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(self.cert_der.clone())],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone())),
+            )?;
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+/// A TCP listener whose connections are TLS (handshakes time out after
+/// 5 s, failed ones are dropped).
+struct TlsListener {
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((stream, addr)) = self.tcp.accept().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let handshake = self.acceptor.accept(stream);
+            match tokio::time::timeout(Duration::from_secs(5), handshake).await {
+                Ok(Ok(tls)) => return (tls, addr),
+                Ok(Err(error)) => tracing::debug!(%addr, %error, "webhook TLS handshake failed"),
+                Err(_) => tracing::debug!(%addr, "webhook TLS handshake timed out"),
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// A bound webhook server; [`WebhookServer::run`] serves until shutdown.
+pub struct WebhookServer {
+    listener: TlsListener,
+}
+
+impl WebhookServer {
+    /// Binds `addr` with the certificate of `tls`.
+    pub async fn bind(addr: SocketAddr, tls: &WebhookTls) -> Result<WebhookServer, WebhookError> {
+        let tcp = TcpListener::bind(addr)
+            .await
+            .map_err(|source| WebhookError::Listen { addr, source })?;
+        Ok(WebhookServer {
+            listener: TlsListener {
+                tcp,
+                acceptor: tls.acceptor()?,
+            },
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.tcp.local_addr()
+    }
+
+    /// Serves `POST /mutate` until `shutdown` fires.
+    pub async fn run(self, shutdown: Shutdown) {
+        let router = axum::Router::new().route(
+            "/mutate",
+            post(|Json(review): Json<Value>| async move { Json(mutate(&review)) }),
+        );
+        let signalled = async move { shutdown.signalled().await };
+        if let Err(error) = axum::serve(self.listener, router)
+            .with_graceful_shutdown(signalled)
+            .await
+        {
+            tracing::error!(%error, "the webhook server stopped");
+        }
+    }
+}
+
+/// How kube-apiserver reaches the webhook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebhookEndpoint {
+    /// Through a Service (the deployed form): namespace, name, port.
+    Service {
+        /// The Service's namespace.
+        namespace: String,
+        /// The Service's name.
+        name: String,
+        /// The Service's port.
+        port: i32,
+    },
+    /// A URL (tests on loopback).
+    Url(String),
+}
+
+/// The MutatingWebhookConfiguration `name`: mover pods created in
+/// `velero_namespace` go through the webhook at `endpoint`, trusted with
+/// `ca_pem`. `failurePolicy: Ignore` and a 5 s timeout: when the webhook
+/// is down, pods are created without the gate (and count against the limit
+/// as soon as their load is in preparation) instead of not at all.
+pub fn configuration(
+    name: &str,
+    velero_namespace: &str,
+    endpoint: &WebhookEndpoint,
+    ca_pem: &str,
+) -> MutatingWebhookConfiguration {
+    let mut client_config = json!({ "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem) });
+    match endpoint {
+        WebhookEndpoint::Service {
+            namespace,
+            name,
+            port,
+        } => {
+            client_config["service"] =
+                json!({ "namespace": namespace, "name": name, "path": "/mutate", "port": port });
+        }
+        WebhookEndpoint::Url(url) => client_config["url"] = json!(url),
+    }
+    let value = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": { "name": name },
+        "webhooks": [{
+            "name": WEBHOOK_NAME,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 5,
+            "reinvocationPolicy": "Never",
+            "clientConfig": client_config,
+            "namespaceSelector": {
+                "matchLabels": { "kubernetes.io/metadata.name": velero_namespace }
+            },
+            "rules": [{
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }],
+        }],
+    });
+    // The literal above has every field the type needs, in its shape.
+    serde_json::from_value(value).unwrap_or_default()
+}
