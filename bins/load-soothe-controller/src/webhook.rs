@@ -74,9 +74,13 @@ pub fn is_mover_pod(pod: &Value) -> bool {
 }
 
 /// The JSON patch that adds the gate to `pod`, `None` when it is not a
-/// mover pod or already carries the gate.
+/// mover pod, already carries the gate, or names its node: kube-apiserver
+/// refuses to create a pod with both `spec.nodeName` and a scheduling gate
+/// (L3.16), and Velero's pod-volume exposer creates its hosting pods on the
+/// node of the workload's pod that way. Such pods are not held; their loads
+/// count against the limit.
 pub fn gate_patch(pod: &Value) -> Option<Value> {
-    if !is_mover_pod(pod) {
+    if !is_mover_pod(pod) || pod["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty()) {
         return None;
     }
     let gate = json!({ "name": PREPARE_QUEUE_GATE });
@@ -315,4 +319,95 @@ pub fn configuration(
     });
     // The literal above has every field the type needs, in its shape.
     serde_json::from_value(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review(pod: Value) -> Value {
+        json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE",
+                "object": pod,
+            },
+        })
+    }
+
+    fn patch_of(answer: &Value) -> Option<Value> {
+        let encoded = answer["response"]["patch"].as_str()?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    #[test]
+    fn a_data_upload_pod_gets_the_gate() {
+        let answer = mutate(&review(json!({
+            "metadata": {"labels": {"velero.io/data-upload": "du-1"}},
+            "spec": {"containers": []},
+        })));
+        assert_eq!(answer["response"]["allowed"], true);
+        assert_eq!(answer["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+        insta::assert_json_snapshot!(patch_of(&answer), @r#"
+        [
+          {
+            "op": "add",
+            "path": "/spec/schedulingGates",
+            "value": [
+              {
+                "name": "velero.io/prepare-queue"
+              }
+            ]
+          }
+        ]
+        "#);
+    }
+
+    #[test]
+    fn other_gates_are_kept_and_the_gate_is_not_added_twice() {
+        let with_other = json!({
+            "metadata": {"labels": {"velero.io/data-download": "dd-1"}},
+            "spec": {"schedulingGates": [{"name": "example.com/other"}]},
+        });
+        assert_eq!(
+            gate_patch(&with_other),
+            Some(json!([{ "op": "add", "path": "/spec/schedulingGates/-", "value": {"name": PREPARE_QUEUE_GATE} }]))
+        );
+        let with_ours = json!({
+            "metadata": {"labels": {"velero.io/data-download": "dd-1"}},
+            "spec": {"schedulingGates": [{"name": PREPARE_QUEUE_GATE}]},
+        });
+        assert_eq!(gate_patch(&with_ours), None);
+    }
+
+    #[test]
+    fn pods_that_are_not_movers_or_name_their_node_are_left_alone() {
+        let plain = mutate(&review(json!({"metadata": {"labels": {"app": "x"}}, "spec": {}})));
+        assert_eq!(plain["response"]["allowed"], true);
+        assert!(plain["response"].get("patch").is_none());
+        // Velero's pod-volume exposer pins its hosting pod with nodeName.
+        let pinned = json!({
+            "metadata": {"labels": {"velero.io/pod-volume-backup": "pvb-1"}},
+            "spec": {"nodeName": "node-1"},
+        });
+        assert_eq!(gate_patch(&pinned), None);
+    }
+
+    #[test]
+    fn the_configuration_never_blocks_pod_creation() {
+        let configuration = configuration(
+            "load-soothe-controller",
+            "velero",
+            &WebhookEndpoint::Service {
+                namespace: "velero".into(),
+                name: "load-soothe-controller".into(),
+                port: 443,
+            },
+            "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+        );
+        insta::assert_yaml_snapshot!(configuration);
+    }
 }
