@@ -18,7 +18,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use kube_adapters::velero::{GateScope, LoadObject, load};
 use load_soothe::{
-    LEDGER_DATA_KEY, Ledger, LedgerSnapshot, LedgerWrite, Limit, Load, LoadId, LoadKind, MoverPod,
+    GateConfig, Mode, LEDGER_DATA_KEY, Ledger, LedgerSnapshot, LedgerWrite, Limit, Load, LoadId, LoadKind, MoverPod,
     PREPARE_QUEUE_GATE, PodRef, plan_exact_lifts, plan_lifts,
 };
 use serde_json::json;
@@ -42,17 +42,31 @@ pub enum GateKeeping {
     },
 }
 
+/// Where the limit comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitSource {
+    /// A fixed limit (tests).
+    Fixed(Limit),
+    /// `loadConcurrency.prepareQueueLength` of Velero's node-agent
+    /// ConfigMap of this name, read at every pass (edits apply at once;
+    /// absent or 0: no queue, every gate is lifted; unreadable: the last
+    /// good value is kept, and nothing is lifted before one was read).
+    NodeAgentConfigMap(String),
+}
+
 /// The loop's settings.
 #[derive(Clone, Debug)]
 pub struct GateLoopConfig {
     /// Velero's namespace (loads and mover pods).
     pub namespace: String,
     /// `prepareQueueLength`.
-    pub limit: Limit,
+    pub limit: LimitSource,
     /// Soft or exact.
     pub keeping: GateKeeping,
     /// Time between passes.
     pub interval: Duration,
+    /// Decide and log; lift no gate, write no ledger.
+    pub dry_run: bool,
 }
 
 /// The load a mover pod serves, from its load label and its controller
@@ -167,8 +181,35 @@ async fn write_ledger(api: &Api<ConfigMap>, name: &str, write: &LedgerWrite) -> 
     }
 }
 
-/// One pass: read, decide, write. Returns the number of gates lifted.
-pub async fn pass(client: &kube::Client, config: &GateLoopConfig) -> kube::Result<usize> {
+/// The limit in effect: `Ok(None)` when the queue is off.
+async fn read_limit(client: &kube::Client, config: &GateLoopConfig) -> Result<Option<Limit>, String> {
+    let name = match &config.limit {
+        LimitSource::Fixed(limit) => return Ok(Some(*limit)),
+        LimitSource::NodeAgentConfigMap(name) => name,
+    };
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
+    let config_map = config_maps
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("cannot read the ConfigMap {}/{name}: {e}", config.namespace))?;
+    let length = match config_map {
+        None => None,
+        Some(cm) => affinity_translate::load_config_map(&cm)
+            .map_err(|e| e.to_string())?
+            .config
+            .load_concurrency
+            .and_then(|l| l.prepare_queue_length),
+    };
+    Ok(GateConfig::new(length, Mode::Exact).enablement.limit())
+}
+
+/// One pass with the limit `limit` (`None`: the queue is off, every gate
+/// is lifted): read, decide, write. Returns the number of gates lifted.
+pub async fn pass(
+    client: &kube::Client,
+    config: &GateLoopConfig,
+    limit: Option<Limit>,
+) -> kube::Result<usize> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), &config.namespace);
     let loads = all_loads(client, &config.namespace).await?;
     let movers: Vec<MoverPod> = pods
@@ -178,9 +219,17 @@ pub async fn pass(client: &kube::Client, config: &GateLoopConfig) -> kube::Resul
         .iter()
         .filter_map(mover_pod)
         .collect();
-    let to_lift = match &config.keeping {
-        GateKeeping::Soft => plan_lifts(config.limit, &loads, &movers).lift,
-        GateKeeping::Exact { ledger, replica } => {
+    let to_lift = match (&config.keeping, limit) {
+        (_, None) => movers
+            .iter()
+            .filter(|p| p.gated)
+            .map(|p| PodRef {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+            })
+            .collect(),
+        (GateKeeping::Soft, Some(limit)) => plan_lifts(limit, &loads, &movers).lift,
+        (GateKeeping::Exact { ledger, replica }, Some(limit)) => {
             let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
             let Some(snapshot) = read_ledger(&config_maps, ledger).await? else {
                 return Ok(0);
@@ -196,7 +245,7 @@ pub async fn pass(client: &kube::Client, config: &GateLoopConfig) -> kube::Resul
                 .map(|e| e.id.clone())
                 .collect();
             let plan = plan_exact_lifts(
-                config.limit,
+                limit,
                 &snapshot,
                 &loads,
                 &movers,
@@ -205,6 +254,10 @@ pub async fn pass(client: &kube::Client, config: &GateLoopConfig) -> kube::Resul
                 jiff::Timestamp::now(),
             );
             if let Some(write) = &plan.write
+                && config.dry_run
+            {
+                tracing::info!(admitted = write.admitted.len(), "would write the ledger");
+            } else if let Some(write) = &plan.write
                 && !write_ledger(&config_maps, ledger, write).await?
             {
                 tracing::debug!(ledger, "ledger conflict; deciding again next pass");
@@ -212,6 +265,12 @@ pub async fn pass(client: &kube::Client, config: &GateLoopConfig) -> kube::Resul
             plan.lift
         }
     };
+    if config.dry_run {
+        for pod in &to_lift {
+            tracing::info!(pod = %pod.name, "would lift the prepare-queue gate");
+        }
+        return Ok(0);
+    }
     let mut lifted = 0;
     for pod in &to_lift {
         match lift(&pods, pod).await {
@@ -226,9 +285,21 @@ pub async fn pass(client: &kube::Client, config: &GateLoopConfig) -> kube::Resul
 /// Runs passes every `config.interval` until `shutdown` fires; a failed
 /// pass is logged and the next one tries again.
 pub async fn run(client: kube::Client, config: GateLoopConfig, shutdown: Shutdown) {
-    tracing::info!(namespace = %config.namespace, limit = config.limit.get(), keeping = ?config.keeping, "prepare-queue gate running");
+    tracing::info!(namespace = %config.namespace, limit = ?config.limit, keeping = ?config.keeping, "prepare-queue gate running");
+    let mut last_good: Option<Option<Limit>> = None;
     loop {
-        if let Err(error) = pass(&client, &config).await {
+        match read_limit(&client, &config).await {
+            Ok(limit) => {
+                if last_good != Some(limit) {
+                    tracing::info!(limit = limit.map(Limit::get), "prepare queue configuration in effect");
+                }
+                last_good = Some(limit);
+            }
+            Err(error) => tracing::error!(%error, "cannot read prepareQueueLength; keeping the last good value"),
+        }
+        if let Some(limit) = last_good
+            && let Err(error) = pass(&client, &config, limit).await
+        {
             tracing::warn!(%error, "prepare-queue gate pass failed");
         }
         tokio::select! {

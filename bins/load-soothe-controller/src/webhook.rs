@@ -55,6 +55,24 @@ pub enum WebhookError {
     /// The TLS configuration was refused.
     #[error("the webhook's TLS configuration is invalid: {0}")]
     Tls(#[from] tokio_rustls::rustls::Error),
+    /// An API request of the set-up failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The client's error.
+        source: kube::Error,
+    },
+    /// The TLS Secret holds something else.
+    #[error("the Secret {namespace}/{name} lacks {key}; delete it to have a new one made")]
+    SecretKey {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// The missing key.
+        key: &'static str,
+    },
     /// The listening socket.
     #[error("cannot listen on {addr} for the webhook: {source}")]
     Listen {
@@ -168,6 +186,63 @@ impl WebhookTls {
         })
     }
 
+    /// The CA and serving certificate every replica shares, kept in the
+    /// Secret `name` in `namespace` (keys `ca.crt`, `tls.crt.der`,
+    /// `tls.key.der`): read if it exists, else made for `names` and created
+    /// (a replica that loses the creation race reads the winner's).
+    pub async fn shared(
+        client: &kube::Client,
+        namespace: &str,
+        name: &str,
+        names: &[String],
+    ) -> Result<WebhookTls, WebhookError> {
+        use k8s_openapi::ByteString;
+        use k8s_openapi::api::core::v1::Secret;
+        let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+        let api = |what: &str| {
+            let what = format!("{what} the webhook's TLS Secret {namespace}/{name}");
+            move |source| WebhookError::Api { what, source }
+        };
+        for _ in 0..2 {
+            if let Some(secret) = secrets.get_opt(name).await.map_err(api("cannot read"))? {
+                let data = secret.data.unwrap_or_default();
+                let key = |key: &'static str| {
+                    data.get(key).map(|b| b.0.clone()).ok_or(WebhookError::SecretKey {
+                        namespace: namespace.to_owned(),
+                        name: name.to_owned(),
+                        key,
+                    })
+                };
+                return Ok(WebhookTls {
+                    ca_pem: String::from_utf8_lossy(&key("ca.crt")?).into_owned(),
+                    cert_der: key("tls.crt.der")?,
+                    key_der: key("tls.key.der")?,
+                });
+            }
+            let made = WebhookTls::self_signed(names)?;
+            let mut secret = Secret::default();
+            secret.metadata.name = Some(name.to_owned());
+            secret.data = Some(
+                [
+                    ("ca.crt".to_owned(), ByteString(made.ca_pem.clone().into_bytes())),
+                    ("tls.crt.der".to_owned(), ByteString(made.cert_der.clone())),
+                    ("tls.key.der".to_owned(), ByteString(made.key_der.clone())),
+                ]
+                .into(),
+            );
+            match secrets.create(&kube::api::PostParams::default(), &secret).await {
+                Ok(_) => return Ok(made),
+                Err(kube::Error::Api(status)) if status.code == 409 => continue,
+                Err(source) => return Err(api("cannot create")(source)),
+            }
+        }
+        Err(WebhookError::SecretKey {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            key: "ca.crt",
+        })
+    }
+
     fn acceptor(&self) -> Result<TlsAcceptor, WebhookError> {
         use tokio_rustls::rustls::ServerConfig;
         use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -252,6 +327,29 @@ impl WebhookServer {
             tracing::error!(%error, "the webhook server stopped");
         }
     }
+}
+
+/// Writes `configuration` with server-side apply (field manager
+/// `field_manager`, forced: the CA is this controller's to set).
+pub async fn apply_configuration(
+    client: &kube::Client,
+    configuration: &MutatingWebhookConfiguration,
+    field_manager: &str,
+) -> Result<(), WebhookError> {
+    use kube::ResourceExt;
+    let api: kube::Api<MutatingWebhookConfiguration> = kube::Api::all(client.clone());
+    let name = configuration.name_any();
+    api.patch(
+        &name,
+        &kube::api::PatchParams::apply(field_manager).force(),
+        &kube::api::Patch::Apply(configuration),
+    )
+    .await
+    .map_err(|source| WebhookError::Api {
+        what: format!("cannot write the MutatingWebhookConfiguration {name}"),
+        source,
+    })?;
+    Ok(())
 }
 
 /// How kube-apiserver reaches the webhook.

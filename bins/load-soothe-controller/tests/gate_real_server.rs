@@ -24,7 +24,7 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch
 use kube::ResourceExt;
 use kube_testbed::Testbed;
 use load_soothe::{Limit, PREPARE_QUEUE_GATE};
-use load_soothe_controller::gates::{self, GateKeeping, GateLoopConfig};
+use load_soothe_controller::gates::{self, GateKeeping, GateLoopConfig, LimitSource};
 use load_soothe_controller::webhook::{self, WebhookEndpoint, WebhookServer, WebhookTls};
 use serde_json::json;
 
@@ -266,9 +266,10 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
     for keeping in keeping {
         let config = GateLoopConfig {
             namespace: namespace.clone(),
-            limit: Limit::new(limit).unwrap(),
+            limit: LimitSource::Fixed(Limit::new(limit).unwrap()),
             keeping: keeping.clone(),
             interval: Duration::from_millis(100),
+            dry_run: false,
         };
         tokio::spawn(gates::run(bed.client(), config, shutdown.clone()));
     }
