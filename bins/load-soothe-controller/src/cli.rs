@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use controller_kit::ControllerArgs;
 
-use crate::config::{Admission, Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode, refused_datamover};
+use crate::config::{
+    Admission, Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode, refused_datamover,
+};
 use crate::error::Error;
 
 /// `load-soothe-controller [FLAGS]` runs the controller;
@@ -60,7 +62,13 @@ pub struct Cli {
     #[arg(long, env = "SOOTHE_ADMISSION", hide_env_values = true, value_enum, default_value_t = Admission::Accept)]
     pub admission: Admission,
     /// `pod-gates`: the webhook's HTTPS address.
-    #[arg(long, env = "WEBHOOK_ADDR", hide_env_values = true, default_value = "0.0.0.0:9443", value_name = "ADDR")]
+    #[arg(
+        long,
+        env = "WEBHOOK_ADDR",
+        hide_env_values = true,
+        default_value = "0.0.0.0:9443",
+        value_name = "ADDR"
+    )]
     pub webhook_addr: std::net::SocketAddr,
     /// `pod-gates`: the Service in front of the webhook.
     #[arg(long, env = "WEBHOOK_SERVICE", hide_env_values = true, default_value = crate::config::CONTROLLER_NAME, value_name = "NAME")]

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use controller_kit::Shutdown;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_adapters::velero::{GateScope, LoadObject, load};
 use load_soothe::{
-    GateConfig, Mode, LEDGER_DATA_KEY, Ledger, LedgerSnapshot, LedgerWrite, Limit, Load, LoadId, LoadKind, MoverPod,
-    PREPARE_QUEUE_GATE, PodRef, plan_exact_lifts, plan_lifts,
+    GateConfig, LEDGER_DATA_KEY, Ledger, LedgerSnapshot, LedgerWrite, Limit, Load, LoadId,
+    LoadKind, Mode, MoverPod, PREPARE_QUEUE_GATE, PodRef, plan_exact_lifts, plan_lifts,
 };
 use serde_json::json;
 use velero_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumeRestore};
@@ -96,7 +96,10 @@ pub fn mover_pod(pod: &Pod) -> Option<MoverPod> {
     })
 }
 
-async fn list_loads<K: LoadObject>(client: &kube::Client, namespace: &str) -> kube::Result<Vec<Load>> {
+async fn list_loads<K: LoadObject>(
+    client: &kube::Client,
+    namespace: &str,
+) -> kube::Result<Vec<Load>> {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     let list = api.list(&ListParams::default()).await?;
     Ok(list
@@ -167,10 +170,16 @@ async fn write_ledger(api: &Api<ConfigMap>, name: &str, write: &LedgerWrite) -> 
             let mut config_map = ConfigMap::default();
             config_map.metadata.name = Some(name.to_owned());
             config_map.data = Some(write.data());
-            api.create(&PostParams::default(), &config_map).await.map(drop)
+            api.create(&PostParams::default(), &config_map)
+                .await
+                .map(drop)
         }
         Some(_) => api
-            .patch(name, &PatchParams::default(), &Patch::Merge(write.merge_patch()))
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(write.merge_patch()),
+            )
             .await
             .map(drop),
     };
@@ -182,7 +191,10 @@ async fn write_ledger(api: &Api<ConfigMap>, name: &str, write: &LedgerWrite) -> 
 }
 
 /// The limit in effect: `Ok(None)` when the queue is off.
-async fn read_limit(client: &kube::Client, config: &GateLoopConfig) -> Result<Option<Limit>, String> {
+async fn read_limit(
+    client: &kube::Client,
+    config: &GateLoopConfig,
+) -> Result<Option<Limit>, String> {
     let name = match &config.limit {
         LimitSource::Fixed(limit) => return Ok(Some(*limit)),
         LimitSource::NodeAgentConfigMap(name) => name,
@@ -285,17 +297,30 @@ pub async fn pass(
 /// Runs passes every `config.interval` until `shutdown` fires; a failed
 /// pass is logged and the next one tries again.
 pub async fn run(client: kube::Client, config: GateLoopConfig, shutdown: Shutdown) {
-    tracing::info!(namespace = %config.namespace, limit = ?config.limit, keeping = ?config.keeping, "prepare-queue gate running");
+    let keeping = match &config.keeping {
+        GateKeeping::Soft => "soft",
+        GateKeeping::Exact { .. } => "exact",
+    };
+    let limit_source = match &config.limit {
+        LimitSource::Fixed(limit) => limit.get().to_string(),
+        LimitSource::NodeAgentConfigMap(name) => format!("ConfigMap {name}"),
+    };
+    tracing::info!(namespace = %config.namespace, limit = %limit_source, keeping, "prepare-queue gate running");
     let mut last_good: Option<Option<Limit>> = None;
     loop {
         match read_limit(&client, &config).await {
             Ok(limit) => {
                 if last_good != Some(limit) {
-                    tracing::info!(limit = limit.map(Limit::get), "prepare queue configuration in effect");
+                    tracing::info!(
+                        limit = limit.map(Limit::get),
+                        "prepare queue configuration in effect"
+                    );
                 }
                 last_good = Some(limit);
             }
-            Err(error) => tracing::error!(%error, "cannot read prepareQueueLength; keeping the last good value"),
+            Err(error) => {
+                tracing::error!(%error, "cannot read prepareQueueLength; keeping the last good value")
+            }
         }
         if let Some(limit) = last_good
             && let Err(error) = pass(&client, &config, limit).await
@@ -308,4 +333,3 @@ pub async fn run(client: kube::Client, config: GateLoopConfig, shutdown: Shutdow
         }
     }
 }
-

@@ -98,7 +98,11 @@ pub fn is_mover_pod(pod: &Value) -> bool {
 /// node of the workload's pod that way. Such pods are not held; their loads
 /// count against the limit.
 pub fn gate_patch(pod: &Value) -> Option<Value> {
-    if !is_mover_pod(pod) || pod["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty()) {
+    if !is_mover_pod(pod)
+        || pod["spec"]["nodeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty())
+    {
         return None;
     }
     let gate = json!({ "name": PREPARE_QUEUE_GATE });
@@ -207,11 +211,13 @@ impl WebhookTls {
             if let Some(secret) = secrets.get_opt(name).await.map_err(api("cannot read"))? {
                 let data = secret.data.unwrap_or_default();
                 let key = |key: &'static str| {
-                    data.get(key).map(|b| b.0.clone()).ok_or(WebhookError::SecretKey {
-                        namespace: namespace.to_owned(),
-                        name: name.to_owned(),
-                        key,
-                    })
+                    data.get(key)
+                        .map(|b| b.0.clone())
+                        .ok_or(WebhookError::SecretKey {
+                            namespace: namespace.to_owned(),
+                            name: name.to_owned(),
+                            key,
+                        })
                 };
                 return Ok(WebhookTls {
                     ca_pem: String::from_utf8_lossy(&key("ca.crt")?).into_owned(),
@@ -224,13 +230,19 @@ impl WebhookTls {
             secret.metadata.name = Some(name.to_owned());
             secret.data = Some(
                 [
-                    ("ca.crt".to_owned(), ByteString(made.ca_pem.clone().into_bytes())),
+                    (
+                        "ca.crt".to_owned(),
+                        ByteString(made.ca_pem.clone().into_bytes()),
+                    ),
                     ("tls.crt.der".to_owned(), ByteString(made.cert_der.clone())),
                     ("tls.key.der".to_owned(), ByteString(made.key_der.clone())),
                 ]
                 .into(),
             );
-            match secrets.create(&kube::api::PostParams::default(), &secret).await {
+            match secrets
+                .create(&kube::api::PostParams::default(), &secret)
+                .await
+            {
                 Ok(_) => return Ok(made),
                 Err(kube::Error::Api(status)) if status.code == 409 => continue,
                 Err(source) => return Err(api("cannot create")(source)),
@@ -379,7 +391,8 @@ pub fn configuration(
     endpoint: &WebhookEndpoint,
     ca_pem: &str,
 ) -> MutatingWebhookConfiguration {
-    let mut client_config = json!({ "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem) });
+    let mut client_config =
+        json!({ "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem) });
     match endpoint {
         WebhookEndpoint::Service {
             namespace,
@@ -437,7 +450,9 @@ mod tests {
 
     fn patch_of(answer: &Value) -> Option<Value> {
         let encoded = answer["response"]["patch"].as_str()?;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -448,7 +463,10 @@ mod tests {
             "spec": {"containers": []},
         })));
         assert_eq!(answer["response"]["allowed"], true);
-        assert_eq!(answer["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(
+            answer["response"]["uid"],
+            "705ab4f5-6393-11e8-b7cc-42010a800002"
+        );
         insta::assert_json_snapshot!(patch_of(&answer), @r#"
         [
           {
@@ -472,7 +490,9 @@ mod tests {
         });
         assert_eq!(
             gate_patch(&with_other),
-            Some(json!([{ "op": "add", "path": "/spec/schedulingGates/-", "value": {"name": PREPARE_QUEUE_GATE} }]))
+            Some(
+                json!([{ "op": "add", "path": "/spec/schedulingGates/-", "value": {"name": PREPARE_QUEUE_GATE} }])
+            )
         );
         let with_ours = json!({
             "metadata": {"labels": {"velero.io/data-download": "dd-1"}},
@@ -483,7 +503,9 @@ mod tests {
 
     #[test]
     fn pods_that_are_not_movers_or_name_their_node_are_left_alone() {
-        let plain = mutate(&review(json!({"metadata": {"labels": {"app": "x"}}, "spec": {}})));
+        let plain = mutate(&review(
+            json!({"metadata": {"labels": {"app": "x"}}, "spec": {}}),
+        ));
         assert_eq!(plain["response"]["allowed"], true);
         assert!(plain["response"].get("patch").is_none());
         // Velero's pod-volume exposer pins its hosting pod with nodeName.

@@ -20,8 +20,10 @@ use std::time::{Duration, Instant};
 use controller_kit::Shutdown;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use kube_testbed::Testbed;
 use load_soothe::{Limit, PREPARE_QUEUE_GATE};
 use load_soothe_controller::gates::{self, GateKeeping, GateLoopConfig, LimitSource};
@@ -124,7 +126,9 @@ async fn mover_round(
                     .is_ok()
                 {
                     accepted_at.insert(name.clone(), Instant::now());
-                    pods.create(&PostParams::default(), &mover_pod(du)).await.unwrap();
+                    pods.create(&PostParams::default(), &mover_pod(du))
+                        .await
+                        .unwrap();
                 }
             }
             "Accepted" => {
@@ -247,7 +251,9 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
         "spec": {"containers": [{"name": "c", "image": "x"}]},
     }))
     .unwrap();
-    assert!(!gated(&pods.create(&PostParams::default(), &other).await.unwrap()));
+    assert!(!gated(
+        &pods.create(&PostParams::default(), &other).await.unwrap()
+    ));
 
     let uploads: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &namespace, &uploads_resource());
@@ -276,8 +282,12 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
 
     let most = Arc::new(Mutex::new(0usize));
     let monitor = tokio::spawn({
-        let (uploads, pods, most, shutdown) =
-            (uploads.clone(), pods.clone(), most.clone(), shutdown.clone());
+        let (uploads, pods, most, shutdown) = (
+            uploads.clone(),
+            pods.clone(),
+            most.clone(),
+            shutdown.clone(),
+        );
         async move {
             while !shutdown.is_triggered() {
                 let now = running_preparations(&uploads, &pods).await;
@@ -300,13 +310,19 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
             );
             break;
         }
-        assert!(Instant::now() < deadline, "loads left unfinished: {phases:?}");
+        assert!(
+            Instant::now() < deadline,
+            "loads left unfinished: {phases:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     shutdown.trigger(controller_kit::ShutdownReason::Requested);
     monitor.await.unwrap();
     let most = *most.lock().unwrap();
-    assert!(most <= limit as usize, "{most} loads in preparation with a limit of {limit}");
+    assert!(
+        most <= limit as usize,
+        "{most} loads in preparation with a limit of {limit}"
+    );
     assert!(most >= 1, "the monitor saw the loads prepare");
     configurations
         .delete(&configuration.name_any(), &DeleteParams::default())
@@ -333,4 +349,3 @@ async fn two_exact_replicas_never_have_more_than_the_limit_in_preparation() {
     };
     scenario(&[replica("r1"), replica("r2")], 8, 2).await;
 }
-
