@@ -6,7 +6,7 @@
 //! - [`mutate`]: the AdmissionReview answer for one request (pure).
 //! - [`WebhookTls::self_signed`]: a CA and a serving certificate made at
 //!   start-up; the CA goes into the webhook configuration's `caBundle`.
-//! - [`serve`]: HTTPS on `POST /mutate`.
+//! - [`WebhookServer`]: HTTPS on `POST /mutate`.
 //! - [`configuration`]: the MutatingWebhookConfiguration, with a failure
 //!   policy that never blocks pod creation (`Ignore`), a namespace selector
 //!   narrowed to Velero's namespace, and a short timeout.
