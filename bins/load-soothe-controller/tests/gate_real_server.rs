@@ -86,6 +86,20 @@ fn mover_pod(du: &DynamicObject) -> Pod {
     .unwrap()
 }
 
+/// How long ago a load was accepted: by this simulation (its own clock),
+/// else from `status.acceptedTimestamp` (whole seconds, as written).
+fn accepted_since(du: &DynamicObject, accepted_at: &BTreeMap<String, Instant>) -> Option<Duration> {
+    if let Some(at) = accepted_at.get(&du.name_any()) {
+        return Some(at.elapsed());
+    }
+    let stamp: jiff::Timestamp = du.data["status"]["acceptedTimestamp"]
+        .as_str()?
+        .parse()
+        .ok()?;
+    let since = jiff::Timestamp::now().duration_since(stamp);
+    Duration::try_from(since).ok()
+}
+
 /// One reconcile of every DataUpload, as Velero's DataUpload controller
 /// orders it: `New` → accept and expose at once; `Accepted` → only the
 /// prepare timeout (and `Prepared` once the pod may run); `Prepared` →
@@ -95,6 +109,7 @@ async fn mover_round(
     pods: &Api<Pod>,
     prepared_at: &mut BTreeMap<String, Instant>,
     accepted_at: &mut BTreeMap<String, Instant>,
+    prepare_timeout: Duration,
 ) {
     let Ok(list) = uploads.list(&ListParams::default()).await else {
         return;
@@ -139,10 +154,7 @@ async fn mover_round(
                         .await
                         .unwrap();
                     prepared_at.insert(name.clone(), Instant::now());
-                } else if accepted_at
-                    .get(&name)
-                    .is_some_and(|t| t.elapsed() > Duration::from_secs(30))
-                {
+                } else if accepted_since(du, accepted_at).is_some_and(|t| t > prepare_timeout) {
                     let cancel = json!({
                         "metadata": {"labels": {"velero.io/expose-on-going": null}},
                         "status": {"phase": "Canceled"},
@@ -300,7 +312,14 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
     let (mut prepared_at, mut accepted_at) = (BTreeMap::new(), BTreeMap::new());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        mover_round(&uploads, &pods, &mut prepared_at, &mut accepted_at).await;
+        mover_round(
+            &uploads,
+            &pods,
+            &mut prepared_at,
+            &mut accepted_at,
+            Duration::from_secs(30),
+        )
+        .await;
         let list = uploads.list(&ListParams::default()).await.unwrap();
         let phases: Vec<&str> = list.items.iter().map(phase).collect();
         if phases.iter().all(|p| *p == "Completed" || *p == "Canceled") {
@@ -348,4 +367,125 @@ async fn two_exact_replicas_never_have_more_than_the_limit_in_preparation() {
         replica: name.into(),
     };
     scenario(&[replica("r1"), replica("r2")], 8, 2).await;
+}
+
+/// The mode this queue replaces: the controller accepts loads of its data
+/// mover (`--admission accept`) before the mover looks, and the
+/// Velero-style mover, whose `Accepted` branch never exposes (L3.15),
+/// leaves each of them to its prepare timeout (3 s here): every load the
+/// controller accepted is cancelled; the ones the mover accepted itself
+/// complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_velero_style_mover_cancels_every_load_accepted_on_its_behalf() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = Testbed::builder()
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("the test bed did not start: {e}"));
+    bed.install_crd_files(&load_crds(&bed)).await.unwrap();
+    let namespace = bed.namespace("lsc-accept").await.unwrap();
+    let client = bed.client();
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &namespace);
+    let node_agent: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "node-agent-config"},
+        "data": {"node-agent-config.json":
+            json!({"loadConcurrency": {"prepareQueueLength": 2}}).to_string()},
+    }))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &node_agent)
+        .await
+        .unwrap();
+    let uploads: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &namespace, &uploads_resource());
+    for i in 0..4 {
+        let du: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+            "metadata": {"name": format!("du-{i:02}")},
+            "spec": {"snapshotType": "CSI", "sourcePVC": "pvc", "sourceNamespace": "app",
+                     "backupStorageLocation": "default", "operationTimeout": "10m0s",
+                     "datamover": "acme",
+                     "csiSnapshot": {"volumeSnapshot": "snap", "storageClass": "standard"}},
+        }))
+        .unwrap();
+        uploads.create(&PostParams::default(), &du).await.unwrap();
+    }
+    let shutdown = Shutdown::new();
+    let config = load_soothe_controller::Config::new(
+        &namespace,
+        "controller-0",
+        &["acme"],
+        load_soothe_controller::GateMode::Exact,
+    );
+    assert_eq!(config.admission, load_soothe_controller::Admission::Accept);
+    let controller = tokio::spawn(load_soothe_controller::run(
+        client.clone(),
+        config,
+        shutdown.clone(),
+    ));
+    // The controller accepts up to the limit before the mover looks.
+    let by_controller = |list: &kube::core::ObjectList<DynamicObject>| -> Vec<String> {
+        list.items
+            .iter()
+            .filter(|d| d.data["status"]["acceptedByNode"] == "controller-0")
+            .map(|d| d.name_any())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let accepted = loop {
+        let accepted = by_controller(&uploads.list(&ListParams::default()).await.unwrap());
+        if accepted.len() == 2 {
+            break accepted;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the controller accepted {accepted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let (mut prepared_at, mut accepted_at) = (BTreeMap::new(), BTreeMap::new());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let list = loop {
+        mover_round(
+            &uploads,
+            &pods,
+            &mut prepared_at,
+            &mut accepted_at,
+            Duration::from_secs(3),
+        )
+        .await;
+        let list = uploads.list(&ListParams::default()).await.unwrap();
+        let phases: Vec<String> = list.items.iter().map(|d| phase(d).to_owned()).collect();
+        if phases.iter().all(|p| p == "Completed" || p == "Canceled") {
+            break list;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "loads left unfinished: {phases:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    shutdown.trigger(controller_kit::ShutdownReason::Requested);
+    let _ = controller.await;
+    let all_by_controller = by_controller(&list);
+    assert!(
+        accepted.iter().all(|a| all_by_controller.contains(a)),
+        "{accepted:?}"
+    );
+    for du in &list.items {
+        let name = du.name_any();
+        if all_by_controller.contains(&name) {
+            assert_eq!(phase(du), "Canceled", "{name}, accepted by the controller");
+            assert!(
+                !accepted_at.contains_key(&name),
+                "the mover never exposed {name}, which it did not accept"
+            );
+        } else {
+            assert_eq!(phase(du), "Completed", "{name}, accepted by the mover");
+        }
+    }
 }
