@@ -77,7 +77,11 @@ pub async fn run_with(
     let (settings, metrics, readiness) =
         telemetry.into_run_settings(config.metrics_addr, config.leader.clone(), config.dry_run);
     let work_shutdown = shutdown.clone();
-    run_controller(client.clone(), settings, shutdown, move || async move {
+    // The work writes through the leadership's fence: nothing after the
+    // renewal deadline.
+    let work_client = settings.fence.guard(client.clone());
+    run_controller(client, settings, shutdown, move || async move {
+        let client = work_client;
         check_backup_crd(&client, &readiness, &work_shutdown, config.crd_retry).await?;
         let status_subresource = status_subresource(&client, config.status_subresource).await?;
         tracing::info!(

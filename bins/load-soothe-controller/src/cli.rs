@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use controller_kit::ControllerArgs;
 
-use crate::config::{Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode, refused_datamover};
+use crate::config::{
+    Admission, Config, DEFAULT_NODE_AGENT_CONFIG_MAP, GateMode, refused_datamover,
+};
 use crate::error::Error;
 
 /// `load-soothe-controller [FLAGS]` runs the controller;
@@ -53,6 +55,24 @@ pub struct Cli {
     /// Ledger ConfigMap of exact mode.
     #[arg(long, env = "LEDGER_CONFIGMAP", hide_env_values = true, default_value = load_soothe::DEFAULT_LEDGER_NAME, value_name = "NAME")]
     pub ledger_configmap: String,
+    /// `accept`: accept loads on the data mover's behalf (breaks movers
+    /// that expose only the loads they accept, as Velero's does; a warning
+    /// is logged); `pod-gates`: gate the movers' pods with a webhook and
+    /// lift the gates first in first out.
+    #[arg(long, env = "SOOTHE_ADMISSION", hide_env_values = true, value_enum, default_value_t = Admission::Accept)]
+    pub admission: Admission,
+    /// `pod-gates`: the webhook's HTTPS address.
+    #[arg(
+        long,
+        env = "WEBHOOK_ADDR",
+        hide_env_values = true,
+        default_value = "0.0.0.0:9443",
+        value_name = "ADDR"
+    )]
+    pub webhook_addr: std::net::SocketAddr,
+    /// `pod-gates`: the Service in front of the webhook.
+    #[arg(long, env = "WEBHOOK_SERVICE", hide_env_values = true, default_value = crate::config::CONTROLLER_NAME, value_name = "NAME")]
+    pub webhook_service: String,
     /// Seconds before held loads are decided again when nothing changes.
     #[arg(
         long,
@@ -156,6 +176,9 @@ impl Cli {
         config.dry_run = self.common.dry_run;
         config.requeue_after = Duration::from_secs(self.requeue_seconds);
         config.metrics_addr = Some(self.common.metrics_addr);
+        config.admission = self.admission;
+        config.webhook_addr = self.webhook_addr;
+        config.webhook_service.clone_from(&self.webhook_service);
         Ok(config)
     }
 }

@@ -43,6 +43,22 @@ impl GateMode {
     }
 }
 
+/// How loads are held back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Admission {
+    /// Accept `New` loads on the data mover's behalf (phase `Accepted`, the
+    /// expose label), first in first out. Breaks every mover built like
+    /// Velero's, which exposes a load only in the reconcile that accepts it
+    /// (L3.15): use only with a mover documented to expose loads accepted by
+    /// someone else.
+    Accept,
+    /// Let the mover accept its loads; a mutating admission webhook gates
+    /// its pods (`spec.schedulingGates`) at creation and the controller
+    /// lifts the gates first in first out while fewer than
+    /// `prepareQueueLength` loads are in preparation (L3.16).
+    PodGates,
+}
+
 /// Everything [`crate::run`] needs besides the client and the shutdown token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -72,6 +88,14 @@ pub struct Config {
     pub confirm_interval: Duration,
     /// Address of `/metrics`, `/healthz`, `/readyz`; `None`: no server.
     pub metrics_addr: Option<SocketAddr>,
+    /// How loads are held back.
+    pub admission: Admission,
+    /// `pod-gates`: where the webhook listens (HTTPS).
+    pub webhook_addr: SocketAddr,
+    /// `pod-gates`: the Service in front of the webhook (also names the
+    /// TLS Secret `<service>-webhook-tls` and the
+    /// MutatingWebhookConfiguration `<service>-<namespace>`).
+    pub webhook_service: String,
 }
 
 impl Config {
@@ -88,6 +112,9 @@ impl Config {
             requeue_after: load_soothe::HOLD_REQUEUE_AFTER,
             confirm_interval: Duration::from_secs(60),
             metrics_addr: None,
+            admission: Admission::Accept,
+            webhook_addr: SocketAddr::from(([0, 0, 0, 0], 9443)),
+            webhook_service: CONTROLLER_NAME.to_owned(),
         }
     }
 

@@ -11,4 +11,7 @@ pub enum Error {
     /// The configuration is unusable.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The pod-gates webhook could not be set up.
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::WebhookError),
 }

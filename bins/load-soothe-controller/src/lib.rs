@@ -30,18 +30,20 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod gates;
 pub mod index;
 pub mod loads;
 pub mod manifests;
 pub mod metrics;
 pub mod pass;
+pub mod webhook;
 pub mod writes;
 
 use controller_kit::runner::run_controller;
 use controller_kit::snapshot::{Runtime, Settings};
 use controller_kit::{Shutdown, ShutdownReason};
 
-pub use config::{CONTROLLER_NAME, Config, GateMode};
+pub use config::{Admission, CONTROLLER_NAME, Config, GateMode};
 pub use error::Error;
 pub use metrics::Metrics;
 
@@ -72,6 +74,16 @@ pub async fn run_with(
 ) -> Result<ShutdownReason, Error> {
     let (settings, metrics, readiness) =
         telemetry.into_run_settings(config.metrics_addr, None, config.dry_run);
+    if config.admission == Admission::PodGates {
+        let work_shutdown = shutdown.clone();
+        return run_controller(client.clone(), settings, shutdown, move || async move {
+            run_pod_gates(client, config, work_shutdown, readiness).await
+        })
+        .await;
+    }
+    tracing::warn!(
+        "--admission accept: accepting loads on the data mover's behalf; a mover that exposes a load only in the reconcile that accepts it (Velero's design) never exposes these loads and cancels them at its prepare timeout; prefer --admission pod-gates"
+    );
     let work_shutdown = shutdown.clone();
     run_controller(client.clone(), settings, shutdown, move || async move {
         tracing::info!(
@@ -100,4 +112,64 @@ pub async fn run_with(
         Ok(())
     })
     .await
+}
+
+/// The `pod-gates` admission: the shared TLS Secret, the webhook
+/// configuration (its `caBundle` set to the shared CA), the webhook server
+/// and the gate loop, until `shutdown` fires.
+async fn run_pod_gates(
+    client: kube::Client,
+    config: Config,
+    shutdown: Shutdown,
+    readiness: controller_kit::server::Readiness,
+) -> Result<(), Error> {
+    let service = &config.webhook_service;
+    let names = vec![
+        format!("{service}.{}.svc", config.namespace),
+        format!("{service}.{}.svc.cluster.local", config.namespace),
+    ];
+    let tls = webhook::WebhookTls::shared(
+        &client,
+        &config.namespace,
+        &format!("{service}-webhook-tls"),
+        &names,
+    )
+    .await?;
+    let server = webhook::WebhookServer::bind(config.webhook_addr, &tls).await?;
+    if !config.dry_run {
+        let configuration = webhook::configuration(
+            &format!("{service}-{}", config.namespace),
+            &config.namespace,
+            &webhook::WebhookEndpoint::Service {
+                namespace: config.namespace.clone(),
+                name: service.clone(),
+                port: 443,
+            },
+            &tls.ca_pem,
+        );
+        webhook::apply_configuration(&client, &configuration, CONTROLLER_NAME).await?;
+    }
+    let server = tokio::spawn(server.run(shutdown.clone()));
+    let keeping = match config.mode {
+        GateMode::Exact => gates::GateKeeping::Exact {
+            ledger: config.ledger_config_map.clone(),
+            replica: config.node.clone(),
+        },
+        GateMode::Optimistic => gates::GateKeeping::Soft,
+    };
+    readiness.set_ready(true);
+    gates::run(
+        client,
+        gates::GateLoopConfig {
+            namespace: config.namespace.clone(),
+            limit: gates::LimitSource::NodeAgentConfigMap(config.node_agent_config_map.clone()),
+            keeping,
+            interval: std::time::Duration::from_millis(500),
+            dry_run: config.dry_run,
+        },
+        shutdown,
+    )
+    .await;
+    let _ = server.await;
+    Ok(())
 }

@@ -14,6 +14,14 @@
 //! succeeded, and the monitor steps down once none has for
 //! [`renewal_deadline`]: before the Lease, as last written, can expire and
 //! pass to another replica.
+//!
+//! Stepping down alone does not stop a write already on its way out of a
+//! reconcile, so leadership also closes a [`WriteFence`]: the clients it
+//! guards (the work's, and the one renewing the Lease) send no write after
+//! the renewal deadline. A replica that stepped down does not release the
+//! Lease either: kube-lease-manager's release is a patch made without a
+//! precondition, from what it last read, and could clear the holder that
+//! took the Lease over; the Lease is left to expire instead.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +35,7 @@ use tokio::task::JoinHandle;
 
 use crate::args::LeaderElectionConfig;
 use crate::error::Error;
+use crate::fence::{Deadline, WriteFence};
 use crate::shutdown::{Shutdown, ShutdownReason};
 
 /// Held while this replica leads.
@@ -88,7 +97,21 @@ pub async fn acquire_leadership(
     config: &LeaderElectionConfig,
     shutdown: &Shutdown,
 ) -> Result<Option<LeaderGuard>, Error> {
+    acquire_fenced_leadership(client, config, shutdown, &WriteFence::new()).await
+}
+
+/// [`acquire_leadership`], with `fence` following the leadership: once
+/// leading, the fence refuses writes from the renewal deadline on, and the
+/// monitor closes it when the Lease is lost. The Lease itself is renewed
+/// through a client behind the same fence.
+pub async fn acquire_fenced_leadership(
+    client: kube::Client,
+    config: &LeaderElectionConfig,
+    shutdown: &Shutdown,
+    fence: &WriteFence,
+) -> Result<Option<LeaderGuard>, Error> {
     let (client, renewed) = RenewalClock::wrap(client, config);
+    let client = fence.guard(client);
     let manager = LeaseManagerBuilder::new(client, &config.lease_name)
         .with_namespace(&config.lease_namespace)
         .with_identity(&config.identity)
@@ -121,7 +144,17 @@ pub async fn acquire_leadership(
         }
     }
     tracing::info!(lease = %config.lease_name, identity = %config.identity, "acquired leadership");
-    let monitor = tokio::spawn(monitor(rx, shutdown.clone(), config.clone(), renewed));
+    fence.follow(Deadline {
+        renewed: renewed.clone(),
+        after: renewal_deadline(config),
+    });
+    let monitor = tokio::spawn(monitor(
+        rx,
+        shutdown.clone(),
+        config.clone(),
+        renewed,
+        fence.clone(),
+    ));
     Ok(Some(LeaderGuard {
         monitor: Some(monitor),
         manager: Some(handle),
@@ -134,6 +167,7 @@ async fn monitor(
     shutdown: Shutdown,
     config: LeaderElectionConfig,
     renewed: Arc<Mutex<Instant>>,
+    fence: WriteFence,
 ) {
     let deadline = renewal_deadline(&config);
     let mut tick = tokio::time::interval((deadline / 8).max(Duration::from_millis(50)));
@@ -143,6 +177,7 @@ async fn monitor(
             changed = rx.changed() => {
                 if changed.is_err() || !*rx.borrow_and_update() {
                     tracing::error!(lease = %config.lease_name, identity = %config.identity, "lost leadership; shutting down");
+                    fence.close();
                     shutdown.trigger(ShutdownReason::LeaseLost);
                     return;
                 }
@@ -156,6 +191,7 @@ async fn monitor(
                         not_renewed_for_seconds = since.as_secs_f64(),
                         "could not renew the leader Lease in time (it may pass to another replica); shutting down"
                     );
+                    fence.close();
                     shutdown.trigger(ShutdownReason::LeaseLost);
                     return;
                 }

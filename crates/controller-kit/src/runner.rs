@@ -11,7 +11,8 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 
 use crate::args::LeaderElectionConfig;
-use crate::leader::acquire_leadership;
+use crate::fence::WriteFence;
+use crate::leader::acquire_fenced_leadership;
 use crate::server::{HealthServer, Readiness};
 use crate::{Error, Shutdown, ShutdownReason};
 
@@ -62,6 +63,7 @@ impl<M> Telemetry<M> {
             dry_run,
             registry: self.registry,
             readiness: self.readiness.clone(),
+            fence: WriteFence::new(),
         };
         (settings, self.metrics, self.readiness)
     }
@@ -83,6 +85,10 @@ pub struct RunSettings {
     /// The `/readyz` flag, shared with the work (which sets it once its
     /// watches have listed).
     pub readiness: Readiness,
+    /// Fences the writes of the clients the work gets from
+    /// [`WriteFence::guard`] to this replica's leadership (see
+    /// [`crate::fence`]); open for good without leader election.
+    pub fence: WriteFence,
 }
 
 /// Runs `work` as a controller process until it returns or `shutdown`
@@ -109,6 +115,7 @@ where
         dry_run,
         registry,
         readiness,
+        fence,
     } = settings;
     let server = match metrics_addr {
         Some(addr) => {
@@ -118,7 +125,15 @@ where
         }
         None => None,
     };
-    let result = lead_and_work(client, leader, dry_run, &shutdown, &readiness, work).await;
+    let result = lead_and_work(
+        client,
+        leader,
+        dry_run,
+        (&shutdown, &fence),
+        &readiness,
+        work,
+    )
+    .await;
     readiness.set_ready(false);
     if let Err(error) = &result {
         shutdown.trigger(ShutdownReason::Fatal(error.to_string()));
@@ -134,7 +149,7 @@ async fn lead_and_work<E, Fut>(
     client: kube::Client,
     leader: Option<LeaderElectionConfig>,
     dry_run: bool,
-    shutdown: &Shutdown,
+    (shutdown, fence): (&Shutdown, &WriteFence),
     readiness: &Readiness,
     work: impl FnOnce() -> Fut,
 ) -> Result<(), E>
@@ -152,7 +167,7 @@ where
         (Some(leader), false) => {
             // A standby replica is healthy and ready; it just does not act.
             readiness.set_ready(true);
-            match acquire_leadership(client, leader, shutdown).await? {
+            match acquire_fenced_leadership(client, leader, shutdown, fence).await? {
                 Some(guard) => {
                     readiness.set_ready(false);
                     Some(guard)
@@ -163,10 +178,17 @@ where
         (None, _) => None,
     };
     let result = work().await;
-    if let Some(guard) = guard
-        && let Err(error) = guard.release().await
-    {
-        tracing::warn!(%error, "could not release the leader Lease");
+    match guard {
+        // Leadership already ended: another replica may hold the Lease by
+        // now, and a release made from stale state could clear its holder.
+        // Dropping the guard stops renewing and leaves the Lease to expire.
+        Some(guard) if shutdown.reason() == Some(ShutdownReason::LeaseLost) => drop(guard),
+        Some(guard) => {
+            if let Err(error) = guard.release().await {
+                tracing::warn!(%error, "could not release the leader Lease");
+            }
+        }
+        None => {}
     }
     result
 }

@@ -191,6 +191,7 @@ fn settings(leader: Option<LeaderElectionConfig>, dry_run: bool) -> (RunSettings
         dry_run,
         registry: Registry::default(),
         readiness: readiness.clone(),
+        fence: controller_kit::WriteFence::new(),
     };
     (settings, readiness)
 }

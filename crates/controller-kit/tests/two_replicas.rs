@@ -129,6 +129,7 @@ fn replica(fake: &FakeApi, identity: &str, dry_run: bool) -> Replica {
         dry_run,
         registry: Registry::default(),
         readiness: Readiness::new(),
+        fence: controller_kit::WriteFence::new(),
     };
     let task = tokio::spawn({
         let shutdown = shutdown.clone();

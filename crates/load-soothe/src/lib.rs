@@ -54,6 +54,7 @@ mod decision;
 mod exact;
 mod gate;
 mod ledger;
+mod lift;
 mod model;
 mod pass;
 mod recount;
@@ -66,6 +67,10 @@ pub use gate::{WAKE_SPREAD, decide, wake_delay, wake_list};
 pub use ledger::{
     ACCEPT_GRACE, DEFAULT_LEDGER_NAME, ExactView, LEDGER_DATA_KEY, LEDGER_FORMAT_VERSION, Ledger,
     LedgerEntry, LedgerError, LedgerSnapshot, LedgerWrite,
+};
+pub use lift::{
+    ExactLiftPlan, LiftPlan, MoverPod, PREPARE_QUEUE_GATE, PodRef, counts_against_limit,
+    plan_exact_lifts, plan_lifts,
 };
 pub use model::{FifoKey, KindCounts, Load, LoadId, LoadKind, Phase, in_preparation};
 pub use pass::{ExactInput, PassHold, PassPlan, plan_pass, retain_tombstones};
