@@ -118,7 +118,7 @@ fn every_contract_key_is_present() {
     );
     assert_eq!(
         keys(&json(&["maintenance"])),
-        ["configMap", "findings", "repositories"]
+        ["configMap", "findings", "kubernetesVersion", "repositories"]
     );
     assert_eq!(keys(&json(&["concurrency"])), ["global", "nodes"]);
     assert_eq!(
@@ -146,6 +146,7 @@ fn every_contract_key_is_present() {
         keys(&schedule),
         [
             "feasible",
+            "kubernetesVersion",
             "scores",
             "selected",
             "summary",
@@ -153,6 +154,7 @@ fn every_contract_key_is_present() {
             "unschedulable"
         ]
     );
+    assert_eq!(schedule["kubernetesVersion"], "1.37");
     assert_eq!(
         keys(&schedule["scores"]),
         [
@@ -174,7 +176,11 @@ fn every_contract_key_is_present() {
     }
     assert_eq!(
         keys(&json(&["schedule", "--all"])),
-        ["assignments", "unschedulable"]
+        ["assignments", "kubernetesVersion", "unschedulable"]
+    );
+    assert_eq!(
+        json(&["--kubernetes-version", "v1.35.4", "schedule", "--all"])["kubernetesVersion"],
+        "1.35"
     );
     let concurrency = json(&["concurrency"]);
     assert_eq!(

@@ -24,6 +24,7 @@ pub fn serve(
             200,
             json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}),
         )),
+        Route::Version => Ok((200, server_version())),
         Route::Groups => Ok((200, discovery_groups(store))),
         Route::GroupVersion { group, version } => {
             Ok((200, discovery_resources(store, group, version)))
@@ -1332,6 +1333,26 @@ fn delete_collection(
         out.push(delete_one(store, info, key, req.dry_run())?.0);
     }
     Ok((200, list_body(info, store.resource_version(), out)))
+}
+
+/// The `/version` answer: the release whose API this stand-in follows,
+/// as kube-apiserver writes it (`major`, `minor`, `gitVersion`, …).
+fn server_version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "37",
+        "emulationMajor": "1",
+        "emulationMinor": "37",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "36",
+        "gitVersion": "v1.37.2-kube-fake-api",
+        "gitCommit": "",
+        "gitTreeState": "",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "",
+        "platform": "linux/amd64",
+    })
 }
 
 fn discovery_groups(store: &Store) -> Value {

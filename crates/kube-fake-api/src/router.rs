@@ -13,6 +13,9 @@ pub enum Route {
     Resource(ApiRequest),
     /// `GET /api`: core API versions.
     CoreVersions,
+    /// `GET /version`: the server's version (everyone may read it, as the
+    /// `system:public-info-viewer` ClusterRole allows).
+    Version,
     /// `GET /apis`: API groups.
     Groups,
     /// `GET /api/v1` or `GET /apis/{group}/{version}`: resources of a group version.
@@ -130,6 +133,7 @@ pub fn route(method: &http::Method, path: &str, query: &str) -> Result<Route, Ap
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api"] => return Ok(Route::CoreVersions),
+        ["version"] => return Ok(Route::Version),
         ["apis"] => return Ok(Route::Groups),
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),

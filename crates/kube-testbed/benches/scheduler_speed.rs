@@ -61,7 +61,7 @@ use serde_json::{Value, json};
 /// How many API requests are in flight while objects are created.
 const CREATE_CONCURRENCY: usize = 32;
 /// How long kube-scheduler may take to bind every measured pod.
-const BIND_LIMIT: Duration = Duration::from_secs(900);
+const BIND_LIMIT: Duration = Duration::from_secs(3600);
 
 /// One of scheduler_perf's shapes.
 struct Workload {
