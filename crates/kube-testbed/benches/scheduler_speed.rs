@@ -338,7 +338,31 @@ async fn run_workload(
         let event = match tokio::time::timeout(remaining, watch.next()).await {
             Ok(Some(Ok(event))) => event,
             Ok(Some(Err(error))) => panic!("the pod watch failed: {error}"),
-            Ok(None) => panic!("the pod watch ended after {} bindings", bound.len()),
+            // kube-apiserver ends a watch after its request timeout: list
+            // what was bound meanwhile (in name order: the binding order of
+            // those is not known) and watch on from the list.
+            Ok(None) => {
+                let list = match pods.list(&ListParams::default()).await {
+                    Ok(list) => list,
+                    Err(error) => panic!("listing pods: {error}"),
+                };
+                for p in &list.items {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone())
+                        && name.starts_with("measured-")
+                        && seen.insert(name.clone())
+                    {
+                        last_bind = Instant::now();
+                        bound.push((name, node));
+                    }
+                }
+                let version = list.metadata.resource_version.unwrap_or_default();
+                watch = match pods.watch(&WatchParams::default(), &version).await {
+                    Ok(watch) => watch.boxed(),
+                    Err(error) => panic!("watching pods again: {error}"),
+                };
+                continue;
+            }
             Err(_) => panic!(
                 "{}: only {} of {} pods bound after {BIND_LIMIT:?}",
                 workload.name,
