@@ -98,7 +98,12 @@ pub async fn run_with_clients(
     let (settings, metrics, readiness) =
         telemetry.into_run_settings(config.metrics_addr, config.leader.clone(), config.dry_run);
     let work_shutdown = shutdown.clone();
-    run_controller(client.clone(), settings, shutdown, move || async move {
+    // The work writes through the leadership's fence: nothing after the
+    // renewal deadline.
+    let work_client = settings.fence.guard(client.clone());
+    let work_machines = machines.map(|machines| settings.fence.guard(machines));
+    run_controller(client, settings, shutdown, move || async move {
+        let client = work_client;
         tracing::info!(
             keys = %config.labels.keys().iter().map(|k| k.as_str()).collect::<Vec<_>>().join(","),
             source = %match &config.source {
@@ -108,7 +113,7 @@ pub async fn run_with_clients(
             dry_run = config.dry_run,
             "host label controller running"
         );
-        let machines = machines.unwrap_or_else(|| client.clone());
+        let machines = work_machines.unwrap_or_else(|| client.clone());
         label_nodes(
             client,
             machines,
