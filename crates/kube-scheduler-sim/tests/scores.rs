@@ -364,27 +364,35 @@ fn least_allocated_counts_100m_and_200mi_for_containers_without_requests() {
     assert_eq!(r.selected.as_deref(), Some("b"));
 }
 
+/// Two nodes `node1` and `node2` of (cpu, memory) allocatable `a` and `b`
+/// (the balanced-allocation tables).
+fn two(a: (&str, &str), b: (&str, &str)) -> Vec<Node> {
+    vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)]
+}
+
+/// upstream's `cpuOnly` pod of the balanced-allocation table, on `node`.
+fn cpu_only(name: &str, node: &str) -> Pod {
+    pod_req(
+        name,
+        Some(node),
+        &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))],
+    )
+}
+
+/// upstream's `cpuAndMemory` pod of the balanced-allocation table, on `node`.
+fn cpu_and_memory(name: &str, node: &str) -> Pod {
+    pod_req(
+        name,
+        Some(node),
+        &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
+    )
+}
+
 // TestNodeResourcesBalancedAllocation (noderesources/balanced_allocation_test.go
 // at v1.35.4), the rows with cpu and memory: the score of the balance after
 // placing the pod (C.43).
 #[test]
 fn balanced_allocation_table_up_to_1_35() {
-    let two =
-        |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
-    let cpu_only = |name: &str, node: &str| {
-        pod_req(
-            name,
-            Some(node),
-            &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))],
-        )
-    };
-    let cpu_and_memory = |name: &str, node: &str| {
-        pod_req(
-            name,
-            Some(node),
-            &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
-        )
-    };
     let rows: Vec<BalancedRow> = vec![
         (
             "nothing scheduled, nothing requested, skip in PreScore",
@@ -463,22 +471,6 @@ fn balanced_allocation_table_up_to_1_35() {
 // score of the change the pod makes to the balance (C.74).
 #[test]
 fn balanced_allocation_table_since_1_36() {
-    let two =
-        |a: (&str, &str), b: (&str, &str)| vec![sized("node1", a.0, a.1), sized("node2", b.0, b.1)];
-    let cpu_only = |name: &str, node: &str| {
-        pod_req(
-            name,
-            Some(node),
-            &[(Some("1000m"), Some("0")), (Some("2000m"), Some("0"))],
-        )
-    };
-    let cpu_and_memory = |name: &str, node: &str| {
-        pod_req(
-            name,
-            Some(node),
-            &[(Some("1000m"), Some("2000")), (Some("2000m"), Some("3000"))],
-        )
-    };
     let incoming = || {
         pod_req(
             "p",
