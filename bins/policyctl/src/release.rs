@@ -79,7 +79,9 @@ pub fn resolve(
             source: ReleaseSource::Server(server.git_version.clone()),
         },
         Err(error) => {
-            let version = nearest(server).unwrap_or(KubernetesVersion::LATEST);
+            let version =
+                KubernetesVersion::nearest_to_server_version(&server.major, &server.minor)
+                    .unwrap_or(KubernetesVersion::LATEST);
             let reason = match error {
                 VersionError::Unsupported { .. } => "a release the simulator does not follow",
                 _ => "a version policyctl cannot read",
@@ -97,17 +99,6 @@ pub fn resolve(
             }
         }
     }
-}
-
-/// The supported release nearest to a server's minor version.
-fn nearest(server: &ServerVersion) -> Option<KubernetesVersion> {
-    if server.major.trim() != "1" {
-        return None;
-    }
-    let minor: u32 = server.minor.trim().trim_end_matches('+').parse().ok()?;
-    KubernetesVersion::ALL
-        .into_iter()
-        .min_by_key(|v| v.minor().abs_diff(minor))
 }
 
 #[cfg(test)]

@@ -53,6 +53,20 @@ impl KubernetesVersion {
         parse_major_minor(major.trim(), minor, &given)
     }
 
+    /// The supported release nearest to an API server's `/version` answer
+    /// (as [`KubernetesVersion::from_server_version`] reads it), for a
+    /// server release outside the supported ones; `None` when it is not a
+    /// Kubernetes 1.x version at all.
+    pub fn nearest_to_server_version(major: &str, minor: &str) -> Option<Self> {
+        if major.trim() != "1" {
+            return None;
+        }
+        let minor: u32 = minor.trim().trim_end_matches('+').parse().ok()?;
+        Self::ALL
+            .into_iter()
+            .min_by_key(|v| v.minor().abs_diff(minor))
+    }
+
     /// Whether NodeResourcesBalancedAllocation scores the change a pod
     /// makes to a node's balance rather than the balance after placing it
     /// (C.74): from 1.36.
@@ -213,6 +227,15 @@ mod tests {
             Ok(KubernetesVersion::V1_36)
         );
         assert!(KubernetesVersion::from_server_version("1", "").is_err());
+        assert_eq!(
+            KubernetesVersion::nearest_to_server_version("1", "31+"),
+            Some(KubernetesVersion::V1_34)
+        );
+        assert_eq!(
+            KubernetesVersion::nearest_to_server_version("1", "40"),
+            Some(KubernetesVersion::V1_37)
+        );
+        assert_eq!(KubernetesVersion::nearest_to_server_version("2", "0"), None);
     }
 
     #[test]
