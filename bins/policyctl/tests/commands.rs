@@ -176,7 +176,7 @@ fn every_contract_key_is_present() {
     }
     assert_eq!(
         keys(&json(&["schedule", "--all"])),
-        ["assignments", "kubernetesVersion", "unschedulable"]
+        ["assignments", "kubernetesVersion", "order", "unschedulable"]
     );
     assert_eq!(
         json(&["--kubernetes-version", "v1.35.4", "schedule", "--all"])["kubernetesVersion"],

@@ -237,6 +237,11 @@ fn container(name: &str, image: &str, rng: &mut SplitMix64) -> Value {
         .map(|i| json!({"name": format!("SETTING_{i}"), "value": format!("value-{}", rng.range(0, 999))}))
         .chain(std::iter::once(json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}})))
         .collect();
+    // Drawn in this order so that the stream of the generator stays as it
+    // was; a request is never above its limit, as kube-apiserver insists.
+    let memory_limit = rng.range(1, 8) * 256;
+    let cpu_request = rng.range(1, 20) * 50;
+    let memory_request = (rng.range(1, 8) * 128).min(memory_limit);
     json!({
         "env": env,
         "image": image,
@@ -244,8 +249,8 @@ fn container(name: &str, image: &str, rng: &mut SplitMix64) -> Value {
         "name": name,
         "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
         "resources": {
-            "limits": {"memory": format!("{}Mi", rng.range(1, 8) * 256)},
-            "requests": {"cpu": format!("{}m", rng.range(1, 20) * 50), "memory": format!("{}Mi", rng.range(1, 8) * 128)},
+            "limits": {"memory": format!("{memory_limit}Mi")},
+            "requests": {"cpu": format!("{cpu_request}m"), "memory": format!("{memory_request}Mi")},
         },
         "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true},
         "terminationMessagePath": "/dev/termination-log",
@@ -559,6 +564,31 @@ mod tests {
         assert!(yaml.contains(
             "\n    tolerations:\n    - effect: NoExecute\n      key: node.kubernetes.io/not-ready\n"
         ));
+    }
+
+    #[test]
+    fn no_container_requests_more_memory_than_its_limit() {
+        let parsed: Value =
+            serde_json::from_slice(&dump(DumpShape::new(2_000, 20), DumpFormat::Json)).unwrap();
+        let mebibytes = |v: &Value| {
+            v.as_str()
+                .and_then(|t| t.strip_suffix("Mi"))
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        let mut containers = 0;
+        for pod in parsed["items"].as_array().unwrap() {
+            for container in pod["spec"]["containers"].as_array().into_iter().flatten() {
+                let resources = &container["resources"];
+                if let (Some(request), Some(limit)) = (
+                    mebibytes(&resources["requests"]["memory"]),
+                    mebibytes(&resources["limits"]["memory"]),
+                ) {
+                    containers += 1;
+                    assert!(request <= limit, "{container}");
+                }
+            }
+        }
+        assert!(containers >= 4_000);
     }
 
     #[test]

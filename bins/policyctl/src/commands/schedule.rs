@@ -249,6 +249,8 @@ pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, Comma
         .iter()
         .map(|p| (p.pod.clone(), json!(p.node)))
         .collect();
+    // The queue order, which the map of assignments (sorted by name) loses.
+    let order: Vec<&str> = batch.placements.iter().map(|p| p.pod.as_str()).collect();
     let unschedulable: serde_json::Map<String, Value> = batch
         .placements
         .iter()
@@ -270,7 +272,11 @@ pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, Comma
         )
     );
     Ok(Output {
-        document: json!({"assignments": assignments, "unschedulable": unschedulable}),
+        document: json!({
+            "assignments": assignments,
+            "order": order,
+            "unschedulable": unschedulable,
+        }),
         table: text,
     })
 }
