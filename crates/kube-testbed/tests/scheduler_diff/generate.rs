@@ -10,6 +10,7 @@
 use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
 };
+use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{Value, json};
 
 /// Restrictions of the generator that keep it away from known differences
@@ -17,6 +18,10 @@ use serde_json::{Value, json};
 /// the simulator does not model (each explained in
 /// `docs/kube-scheduler-sim.md`).
 pub const KNOWN_DEVIATIONS: &[&str] = &[
+    "late binding: pods mounting a WaitForFirstConsumer claim are left out of the capacity and \
+     batch comparisons (kube-scheduler keeps such a pod assumed while it waits for a provisioner \
+     or volume controller this bed does not run; the simulator's batch does not write the \
+     chosen node onto the claim)",
     "preemption: pending pods use PriorityClasses with preemptionPolicy Never (the simulator \
      does not preempt; the real message then ends in a fixed PostFilter text, or in ' not found' \
      after a PreFilter rejection)",
@@ -45,6 +50,9 @@ pub struct Cluster {
     /// (immediate binding). The last one, `probe-data` in the first
     /// namespace, is for the cache probe.
     pub claims: Vec<PersistentVolumeClaim>,
+    /// Late binding ([`late_storage`]): two WaitForFirstConsumer classes,
+    /// local volumes of one of them, and claims of both.
+    pub late: LateStorage,
     /// Pods bound by `spec.nodeName` when created.
     pub existing: Vec<Pod>,
     /// Pods for the scheduler, created one at a time.
@@ -124,6 +132,11 @@ struct Ctx {
     /// Per namespace: the claims bound to a volume, and the unbound ones.
     bound_claims: [Vec<String>; 2],
     unbound_claims: [Vec<String>; 2],
+    /// Per namespace: the claims of a WaitForFirstConsumer class.
+    late_claims: [Vec<String>; 2],
+    /// A stream of its own for late binding, so that the draws above give
+    /// every seed the cluster they gave before late binding was generated.
+    late_rng: Rng,
 }
 
 /// The cluster of `seed`.
@@ -137,6 +150,8 @@ pub fn cluster(seed: u64) -> Cluster {
         node_names: Vec::new(),
         bound_claims: [Vec::new(), Vec::new()],
         unbound_claims: [Vec::new(), Vec::new()],
+        late_claims: [Vec::new(), Vec::new()],
+        late_rng: Rng::new(seed ^ 0x1a7e_b1d0_0000_0000),
     };
     let zone_count = ctx.rng.range(2, 3);
     ctx.zones = ZONES[..zone_count].to_vec();
@@ -157,6 +172,7 @@ pub fn cluster(seed: u64) -> Cluster {
         .collect();
     let nodes = (0..node_count).map(|i| node(&mut ctx, i, seed)).collect();
     let (volumes, claims) = storage(&mut ctx, seed);
+    let late = late_storage(&mut ctx, seed);
     let service_count = ctx.rng.range(0, 2);
     let services = (0..service_count)
         .map(|i| {
@@ -182,6 +198,7 @@ pub fn cluster(seed: u64) -> Cluster {
         services,
         volumes,
         claims,
+        late,
         existing,
         pending,
     }
@@ -334,6 +351,102 @@ fn storage(ctx: &mut Ctx, seed: u64) -> (Vec<PersistentVolume>, Vec<PersistentVo
         Some(&probe),
     )));
     (volumes, claims)
+}
+
+/// Storage that binds when its first pod is scheduled.
+#[derive(Debug, Clone, Default)]
+pub struct LateStorage {
+    /// `<prefix>-late`: provisioned on demand by a provisioner this bed
+    /// does not run, sometimes only in one zone (`allowedTopologies`);
+    /// `<prefix>-local`: `kubernetes.io/no-provisioner`, local volumes only.
+    pub classes: Vec<StorageClass>,
+    /// Local volumes of `<prefix>-local`, each on one node, none claimed.
+    pub volumes: Vec<PersistentVolume>,
+    /// Unbound claims of both classes (`late-<i>`, `local-<i>`).
+    pub claims: Vec<PersistentVolumeClaim>,
+}
+
+/// Whether `claim` is one of [`LateStorage`]'s.
+pub fn is_late_claim(claim: &str) -> bool {
+    claim.starts_with("late-") || claim.starts_with("local-")
+}
+
+/// Whether the pod mounts a claim of [`LateStorage`].
+pub fn mounts_late_claim(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .any(|c| is_late_claim(&c.claim_name))
+}
+
+/// WaitForFirstConsumer classes, local volumes and unbound claims, drawn
+/// from the seed's late-binding stream.
+fn late_storage(ctx: &mut Ctx, seed: u64) -> LateStorage {
+    let rng = &mut ctx.late_rng;
+    let late_class = format!("{}-late", ctx.prefix);
+    let local_class = format!("{}-local", ctx.prefix);
+    let mut late = json!({
+        "metadata": {"name": late_class, "labels": {"diff-seed": seed.to_string()}},
+        "provisioner": "diff.example/late",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    });
+    if rng.chance(50) {
+        late["allowedTopologies"] = json!([{"matchLabelExpressions": [
+            {"key": ZONE, "values": [*rng.pick(&ctx.zones)]}
+        ]}]);
+    }
+    let local = json!({
+        "metadata": {"name": local_class, "labels": {"diff-seed": seed.to_string()}},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    });
+    let volumes = (0..rng.range(0, 3))
+        .map(|i| {
+            let node = rng.pick(&ctx.node_names).clone();
+            let size = *rng.pick(&["1Gi", "5Gi"]);
+            from_json(json!({
+                "metadata": {
+                    "name": format!("{}-local{i}", ctx.prefix),
+                    "labels": {"diff-seed": seed.to_string()},
+                },
+                "spec": {
+                    "capacity": {"storage": size},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": local_class,
+                    "local": {"path": format!("/mnt/disks/{i}")},
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}
+                    ]}},
+                },
+            }))
+        })
+        .collect();
+    let mut claims = Vec::new();
+    for (kind, class) in [("late", &late_class), ("local", &local_class)] {
+        for i in 0..rng.range(0, 2) {
+            let ns = rng.below(2);
+            let name = format!("{kind}-{i}");
+            let size = *rng.pick(&["1Gi", "2Gi"]);
+            claims.push(from_json(json!({
+                "metadata": {"name": name, "namespace": ctx.namespaces[ns]},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class,
+                    "resources": {"requests": {"storage": size}},
+                },
+            })));
+            ctx.late_claims[ns].push(name);
+        }
+    }
+    LateStorage {
+        classes: vec![from_json(late), from_json(local)],
+        volumes,
+        claims,
+    }
 }
 
 /// The claim a pending pod in namespace `ns` mounts, if any: usually a
@@ -650,7 +763,14 @@ fn pending_pod(ctx: &mut Ctx, index: usize) -> Pod {
     if ctx.rng.chance(30) {
         spec["topologySpreadConstraints"] = json!(spread_constraints(ctx, &labels));
     }
-    if let Some(claim) = pod_claim(ctx, own_ns) {
+    // A late-binding claim serves one pending pod: the node written on
+    // it is then that pod's (see `late_choice` in main.rs).
+    let claim = pod_claim(ctx, own_ns).or_else(|| {
+        let late = &mut ctx.late_claims[own_ns];
+        (!late.is_empty() && ctx.late_rng.chance(15))
+            .then(|| late.swap_remove(ctx.late_rng.below(late.len())))
+    });
+    if let Some(claim) = claim {
         spec["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
     }
     from_json(json!({
@@ -688,6 +808,27 @@ mod tests {
         assert!(pod_ratios.len() >= 5, "pod ratios: {pod_ratios:?}");
     }
 
+    /// Some seeds have pending pods on late-binding claims of both kinds.
+    #[test]
+    fn pending_pods_mount_late_binding_claims_of_both_classes() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..100 {
+            for pod in cluster(seed)
+                .pending
+                .iter()
+                .filter(|p| mounts_late_claim(p))
+            {
+                let value = serde_json::to_value(pod).unwrap_or_default();
+                let claim = value["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                kinds.insert(claim.split('-').next().unwrap_or_default().to_owned());
+            }
+        }
+        assert_eq!(kinds, ["late".to_owned(), "local".to_owned()].into());
+    }
+
     #[test]
     fn the_same_seed_gives_the_same_cluster() {
         let a = cluster(7);
@@ -698,6 +839,7 @@ mod tests {
                 &c.services,
                 &c.volumes,
                 &c.claims,
+                (&c.late.classes, &c.late.volumes, &c.late.claims),
                 &c.existing,
                 &c.pending,
             ))

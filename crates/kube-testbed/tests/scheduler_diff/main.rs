@@ -44,6 +44,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube_scheduler_sim::{
     ClusterState, KubernetesVersion, Options, ScheduleResult, StorageObjects, Workloads,
@@ -64,6 +65,10 @@ const PREEMPTION_NEVER: &str = " preemption: not eligible due to preemptionPolic
 /// that error (`not found`, the cycle state's `ErrNotFound`) ends the
 /// PostFilter phase.
 const PREFILTER_REJECTED: &str = " not found";
+
+/// How long kube-scheduler may take to forget a deleted pod it was
+/// binding volumes for (its volume binder checks every second).
+const LATE_RELEASE: Duration = Duration::from_secs(3);
 
 /// How long one scheduling decision may take.
 const DECISION_LIMIT: Duration = Duration::from_secs(30);
@@ -164,6 +169,8 @@ struct Tally {
     decisions: u64,
     bound: u64,
     unschedulable: u64,
+    /// Decisions about pods on a late-binding claim: (bound, pending).
+    late: (u64, u64),
     agreed: u64,
     /// The capacity comparison ([`capacity`]).
     capacity: capacity::CapacityTally,
@@ -213,6 +220,59 @@ fn real_of(pod: &Pod) -> Option<Real> {
     })
 }
 
+/// The node kube-scheduler chose for a pod whose late-binding claims it
+/// is binding: the pod stays unbound, in PreBind, until a provisioner or
+/// the volume controller (neither runs in this bed) finishes, but the
+/// choice is written before that: `volume.kubernetes.io/selected-node` on
+/// a claim to provision, or the claim's reference on a local volume (whose
+/// node affinity names one node). The generator gives each late-binding
+/// claim to one pending pod, so what is written on it is that pod's.
+async fn late_choice(client: &kube::Client, pod: &Pod) -> Option<String> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let mounted = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .filter(|c| generate::is_late_claim(&c.claim_name));
+    for claim in mounted {
+        if let Ok(claim) = claims.get(&claim.claim_name).await
+            && let Some(node) = claim
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(kube_scheduler_sim::volumes::ANN_SELECTED_NODE))
+        {
+            return Some(node.clone());
+        }
+        let Ok(all) = volumes.list(&ListParams::default()).await else {
+            continue;
+        };
+        for volume in all.items {
+            let spec = volume.spec.unwrap_or_default();
+            let claimed = spec.claim_ref.as_ref().is_some_and(|r| {
+                r.name.as_deref() == Some(claim.claim_name.as_str())
+                    && r.namespace.as_deref() == Some(namespace)
+            });
+            let node = spec
+                .node_affinity
+                .and_then(|a| a.required)
+                .and_then(|r| r.node_selector_terms.into_iter().next())
+                .and_then(|t| t.match_expressions?.into_iter().next())
+                .filter(|e| e.key == generate::HOSTNAME)
+                .and_then(|e| e.values?.into_iter().next());
+            if claimed && let Some(node) = node {
+                return Some(node);
+            }
+        }
+    }
+    None
+}
+
 /// Polls the pod until the scheduler has decided.
 async fn decision(pods: &Api<Pod>, name: &str) -> Real {
     let started = Instant::now();
@@ -221,6 +281,12 @@ async fn decision(pods: &Api<Pod>, name: &str) -> Real {
             && let Some(real) = real_of(&pod)
         {
             return real;
+        }
+        if let Ok(pod) = pods.get(name).await
+            && generate::mounts_late_claim(&pod)
+            && let Some(node) = late_choice(&pods.clone().into_client(), &pod).await
+        {
+            return Real::Bound(node);
         }
         assert!(
             started.elapsed() < DECISION_LIMIT,
@@ -363,6 +429,40 @@ async fn run_seed(
             ),
         }
     }
+    // Late binding: its classes, local volumes and claims.
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    let mut created_classes = Vec::new();
+    for class in &cluster.late.classes {
+        match classes.create(&post, class).await {
+            Ok(class) => created_classes.push(class),
+            Err(error) => panic!(
+                "seed {seed}: creating class {:?}: {error}",
+                class.metadata.name
+            ),
+        }
+    }
+    for volume in &cluster.late.volumes {
+        match volumes.create(&post, volume).await {
+            Ok(volume) => created_volumes.push(volume),
+            Err(error) => panic!(
+                "seed {seed}: creating volume {:?}: {error}",
+                volume.metadata.name
+            ),
+        }
+    }
+    for claim in &cluster.late.claims {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(
+            client.clone(),
+            claim.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        match claims.create(&post, claim).await {
+            Ok(claim) => created_claims.push(claim),
+            Err(error) => panic!(
+                "seed {seed}: creating claim {:?}: {error}",
+                claim.metadata.name
+            ),
+        }
+    }
     let pods_of = |pod: &Pod| -> Api<Pod> {
         Api::namespaced(
             client.clone(),
@@ -398,6 +498,7 @@ async fn run_seed(
     sim.set_storage(&StorageObjects {
         claims: created_claims,
         volumes: created_volumes,
+        classes: created_classes.clone(),
         ..Default::default()
     });
     assert_eq!(
@@ -428,6 +529,12 @@ async fn run_seed(
         let want = expected(&result);
         let real = decision(&api, &name).await;
         tally.decisions += 1;
+        if generate::mounts_late_claim(&created) {
+            match real {
+                Real::Bound(_) => tally.late.0 += 1,
+                _ => tally.late.1 += 1,
+            }
+        }
         if agrees(&want, &real) {
             tally.agreed += 1;
         } else {
@@ -443,6 +550,11 @@ async fn run_seed(
                 if let Err(error) = sim.add_pod(&bound) {
                     panic!("seed {seed}: the simulator refused the bound pod {name}: {error}");
                 }
+                if generate::mounts_late_claim(&created) {
+                    // What kube-scheduler wrote on the claims and volumes.
+                    let storage = storage_now(client, &cluster, &created_classes).await;
+                    sim.set_storage(&storage);
+                }
             }
             _ => {
                 tally.unschedulable += 1;
@@ -453,17 +565,33 @@ async fn run_seed(
 
     // The pending pods bound above go; the probe makes sure the
     // scheduler's cache has seen them go (one informer, in order).
+    let mut late_assumed = false;
     for pod in &cluster.pending {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         if sim
             .remove_pod_named(pod.metadata.namespace.as_deref().unwrap_or("default"), name)
             .is_some()
         {
+            late_assumed |= generate::mounts_late_claim(pod);
             delete_pod(&pods_of(pod), name).await;
         }
     }
+    if late_assumed {
+        // A pod kube-scheduler holds in PreBind, waiting for its volumes,
+        // stays in its cache until the wait (polled every second) sees the
+        // pod gone: no event tells when, so the next comparisons wait.
+        tokio::time::sleep(LATE_RELEASE).await;
+    }
     wait_for_scheduler_cache(&first_namespace, created_nodes.len()).await;
-    if let Some(template) = capacity::template(&base, &cluster.pending) {
+    // Pods on late-binding claims stay out of the capacity and batch
+    // comparisons (generate::KNOWN_DEVIATIONS).
+    let early: Vec<Pod> = cluster
+        .pending
+        .iter()
+        .filter(|p| !generate::mounts_late_claim(p))
+        .cloned()
+        .collect();
+    if let Some(template) = capacity::template(&base, &early) {
         mismatches.extend(
             capacity::check(
                 client,
@@ -487,7 +615,7 @@ async fn run_seed(
             client,
             seed,
             &base,
-            &cluster.pending,
+            &early,
             &namespace_names,
             &mut tally.batch,
         )
@@ -527,6 +655,37 @@ async fn run_seed(
     }
     if let Err(error) = volumes.delete_collection(&now, &seed_nodes).await {
         panic!("seed {seed}: deleting its volumes: {error}");
+    }
+    if let Err(error) = classes.delete_collection(&now, &seed_nodes).await {
+        panic!("seed {seed}: deleting its storage classes: {error}");
+    }
+}
+
+/// The seed's claims and volumes as the API server holds them now.
+async fn storage_now(
+    client: &kube::Client,
+    cluster: &generate::Cluster,
+    classes: &[StorageClass],
+) -> StorageObjects {
+    let mut claims = Vec::new();
+    for namespace in &cluster.namespaces {
+        let name = namespace.metadata.name.as_deref().unwrap_or("default");
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), name);
+        match api.list(&ListParams::default()).await {
+            Ok(list) => claims.extend(list.items),
+            Err(error) => panic!("listing the claims of {name}: {error}"),
+        }
+    }
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let volumes = match volumes.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(error) => panic!("listing volumes: {error}"),
+    };
+    StorageObjects {
+        claims,
+        volumes,
+        classes: classes.to_vec(),
+        ..Default::default()
     }
 }
 
@@ -573,6 +732,12 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         tally.agreed,
         mismatches.len(),
         started.elapsed().as_secs_f64()
+    );
+    println!(
+        "late binding (WaitForFirstConsumer claims): {} decisions, {} on a node, {} pending",
+        tally.late.0 + tally.late.1,
+        tally.late.0,
+        tally.late.1
     );
     let cap = &tally.capacity;
     println!(
