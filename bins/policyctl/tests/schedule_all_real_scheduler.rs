@@ -415,13 +415,22 @@ async fn compare(what: &str, objects: Vec<Value>, files: &[PathBuf]) -> Tally {
             (Real::Unschedulable(message), None, Some(reason)) if message.starts_with(reason) => {
                 Some(true)
             }
-            (Real::Node(node), _, _) => top_nodes(
-                &[state.clone(), vec![pending[pod].clone()]].concat(),
-                pod,
-                &dir,
-            )
-            .contains(node)
-            .then_some(false),
+            (Real::Node(node), _, _) => {
+                let top = top_nodes(
+                    &[state.clone(), vec![pending[pod].clone()]].concat(),
+                    pod,
+                    &dir,
+                );
+                if tally.tie == 0 {
+                    eprintln!(
+                        "{what}: first tie at pod {} of {}, {pod}: kube-scheduler chose {node}, \
+                         schedule --all {sim_node:?}; the highest total is shared by {top:?}",
+                        tally.pods,
+                        order.len()
+                    );
+                }
+                top.contains(node).then_some(false)
+            }
             (Real::Unschedulable(_), ..) => None,
         };
         match verdict {
