@@ -605,6 +605,12 @@ pub struct VnfPlanArgs {
     /// the compute hosts when `--hypervisors` is not given).
     #[arg(long, value_name = "FILE", env = "POLICYCTL_SERVERS")]
     pub servers: Option<PathBuf>,
+    /// The package's BaseHOT top template (nested templates are read next
+    /// to it or from its `nested/` directory). Its server groups replace
+    /// heat-translator's translation of the VNFD's rules, as in Tacker when
+    /// a package has a BaseHOT.
+    #[arg(long, value_name = "FILE", env = "POLICYCTL_BASE_HOT")]
+    pub base_hot: Option<PathBuf>,
 }
 
 /// Options of `rbac`.

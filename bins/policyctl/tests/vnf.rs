@@ -169,3 +169,49 @@ fn a_bad_server_list_names_the_file_the_entry_and_the_field() {
         out.stderr
     );
 }
+
+/// With the package's BaseHOT, its server groups are the ones that count
+/// (E.7): the workers are kept apart through the nested template; the
+/// masters' hint sits on the scaling group, where Heat has no such
+/// property, so the masters get no group.
+#[test]
+fn plan_with_a_base_hot_uses_its_server_groups_and_names_the_hint_that_places_nothing() {
+    let mut args = plan_args();
+    args.extend([
+        "--base-hot".to_owned(),
+        example("BaseHOT/simple/kubernetes_hot_top.yaml"),
+    ]);
+    let table_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    insta::assert_snapshot!("vnf_plan_base_hot_table", ok(&table_args).stdout);
+    let mut json_args = table_args.clone();
+    json_args.extend(["-o", "json"]);
+    let document: Value = serde_json::from_str(&ok(&json_args).stdout).unwrap();
+    let vdus = document["plan"]["vdus"].as_array().unwrap();
+    let group_of = |name: &str| {
+        vdus.iter()
+            .find(|v| v["name"] == name)
+            .map(|v| v["serverGroup"].clone())
+            .unwrap()
+    };
+    assert_eq!(group_of("workerNode"), "k8s-workers");
+    assert_eq!(group_of("masterNode"), Value::Null);
+    assert_eq!(
+        document["plan"]["firstNoValidHost"],
+        "scale worker_instance to level 2"
+    );
+    let codes: Vec<&str> = document["baseHot"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["finding"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "hint-on-scaling-group",
+            "no-server-group",
+            "unused-server-group"
+        ]
+    );
+    assert_eq!(document["findings"], serde_json::json!([]));
+}

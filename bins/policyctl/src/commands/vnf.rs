@@ -1,12 +1,14 @@
 //! `vnf translate --vnfd FILE|DIR` and `vnf plan --vnfd FILE|DIR
-//! [--hypervisors FILE] [--servers FILE] [-f NODES]`: a Tacker VNFD's
-//! affinity rules as heat-translator translates them, and the plan of its
-//! VDUs over the compute hosts (anti-affinity-placement's `tacker` module,
-//! E.1–E.6). These commands read files, not cluster objects.
+//! [--base-hot FILE] [--hypervisors FILE] [--servers FILE] [-f NODES]`: a
+//! Tacker VNFD's affinity rules as heat-translator translates them (or a
+//! BaseHOT's server groups), and the plan of its VDUs over the compute
+//! hosts (anti-affinity-placement's `tacker` module, E.1–E.7). These
+//! commands read files, not cluster objects.
 
 use std::io::{Read, Write};
 use std::path::Path;
 
+use anti_affinity_placement::tacker::base_hot::{BaseHot, read_base_hot};
 use anti_affinity_placement::tacker::plan::{
     CIS_NODE_LABEL, ComputeHost, LabelState, NodeLabel, Plan, Server, plan,
 };
@@ -64,6 +66,56 @@ pub fn read(args: &VnfdArgs) -> Result<Vnfd, CommandError> {
             ""
         };
         input_error(format!("{error}{hint}"))
+    })
+}
+
+/// Reads the BaseHOT of `--base-hot`, its nested templates from disk.
+fn read_base_hot_file(path: &Path) -> Result<BaseHot, CommandError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| input_error(format!("--base-hot {shown}: {error}")))?;
+    let mut loader = |name: &str| -> Result<Option<String>, String> {
+        match std::fs::read_to_string(name) {
+            Ok(text) => Ok(Some(text)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    };
+    read_base_hot(&shown, &text, &mut loader).map_err(|error| input_error(error.to_string()))
+}
+
+fn base_hot_findings_table(hot: &BaseHot) -> String {
+    fitted_table(
+        &["resource", "finding", "ref", "what happens"],
+        hot.findings.iter().map(|f| {
+            [
+                f.resource.clone(),
+                f.code().to_owned(),
+                "E.7".to_owned(),
+                f.to_string(),
+            ]
+        }),
+    )
+}
+
+fn base_hot_json(hot: &BaseHot) -> Value {
+    json!({
+        "file": hot.file,
+        "scalingGroups": hot.scaling.iter().map(|g| json!({
+            "resource": g.resource,
+            "vdus": g.vdus,
+            "min": g.min,
+            "max": g.max,
+            "desired": g.desired,
+        })).collect::<Vec<_>>(),
+        "findings": hot.findings.iter().map(|f| json!({
+            "file": f.file,
+            "path": f.path,
+            "resource": f.resource,
+            "finding": f.code(),
+            "ref": "E.7",
+            "message": f.to_string(),
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -161,7 +213,15 @@ pub fn run(
         }
         VnfAction::Plan(args) => {
             let vnfd = read(&args.vnfd)?;
-            let translation = translate(&vnfd);
+            let base_hot = args
+                .base_hot
+                .as_deref()
+                .map(read_base_hot_file)
+                .transpose()?;
+            let translation = match &base_hot {
+                Some(hot) => hot.translation.clone(),
+                None => translate(&vnfd),
+            };
             let servers = match &args.servers {
                 Some(path) => read_servers(path)?,
                 None => Vec::new(),
@@ -217,7 +277,7 @@ pub fn run(
             };
             let plan = plan(&vnfd, &translation, &hosts, &servers, nodes.as_deref())
                 .map_err(|error| input_error(error.to_string()))?;
-            let output = plan_output(&vnfd, &translation, &plan)?;
+            let output = plan_output(&vnfd, &translation, base_hot.as_ref(), &plan)?;
             crate::output::write(global.output, &output, stdout).map_err(CommandError::Output)?;
             Ok(Exit::Success)
         }
@@ -356,10 +416,15 @@ fn read_servers(path: &Path) -> Result<Vec<Server>, CommandError> {
 fn plan_output(
     vnfd: &Vnfd,
     translation: &Translation,
+    base_hot: Option<&BaseHot>,
     plan: &Plan,
 ) -> Result<Output, CommandError> {
+    let groups_from = match base_hot {
+        Some(hot) => format!(", server groups of BaseHOT {}", hot.file),
+        None => String::new(),
+    };
     let mut text = format!(
-        "VNFD {}: {} VDU(s) over {} compute host(s) ({})\n\n",
+        "VNFD {}{groups_from}: {} VDU(s) over {} compute host(s) ({})\n\n",
         vnfd.file,
         plan.vdus.len(),
         plan.hosts.len(),
@@ -475,11 +540,18 @@ fn plan_output(
         text.push_str("\nAffinity rules heat-translator drops:\n\n");
         text.push_str(&findings_table(translation));
     }
-    let document = json!({
+    if let Some(hot) = base_hot.filter(|hot| !hot.findings.is_empty()) {
+        text.push_str("\nServer-group hints of the BaseHOT that place nothing:\n\n");
+        text.push_str(&base_hot_findings_table(hot));
+    }
+    let mut document = json!({
         "vnfd": vnfd.file,
         "plan": serde_json::to_value(plan).map_err(|error| input_error(error.to_string()))?,
         "findings": findings_json(translation),
     });
+    if let (Some(hot), Some(fields)) = (base_hot, document.as_object_mut()) {
+        fields.insert("baseHot".to_owned(), base_hot_json(hot));
+    }
     Ok(Output {
         document,
         table: text,

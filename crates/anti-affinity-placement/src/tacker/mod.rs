@@ -1,4 +1,4 @@
-//! OpenStack Tacker's inputs (E.1–E.6 of docs/behaviour/tacker.md): an ETSI
+//! OpenStack Tacker's inputs (E.1–E.7 of docs/behaviour/tacker.md): an ETSI
 //! SOL001 VNFD's affinity rules as heat-translator translates them into
 //! Nova server groups, and the plan of its VDUs over the compute hosts
 //! with the `CIS-node` labels Tacker's Kubernetes management driver writes.
@@ -6,6 +6,7 @@
 //! Pure: the caller reads the files ([`vnfd::read_vnfd`] takes a loader for
 //! imports) and gives the host list.
 
+pub mod base_hot;
 pub mod plan;
 pub mod translate;
 pub mod tree;

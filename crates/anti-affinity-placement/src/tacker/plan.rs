@@ -363,7 +363,7 @@ fn fit(
         }
         let mut per_host = BTreeMap::new();
         let (mut no_valid_host, mut sharing) = (0, 0);
-        if group.policy == "affinity" {
+        if group.policy == "affinity" || group.policy == "soft-affinity" {
             // Every member on the first member's host: no spread, no
             // NoValidHost from the policy itself.
             if servers > 0
