@@ -380,89 +380,16 @@ async fn run_seed(
     }
     // Services first: nothing else tells when the scheduler's Service
     // informer has them, and everything below takes a while.
-    let mut created_services = Vec::new();
-    for service in &cluster.services {
-        let services: Api<Service> = Api::namespaced(
-            client.clone(),
-            service.metadata.namespace.as_deref().unwrap_or("default"),
-        );
-        match services.create(&post, service).await {
-            Ok(service) => created_services.push(service),
-            Err(error) => panic!(
-                "seed {seed}: creating service {:?}: {error}",
-                service.metadata.name
-            ),
-        }
-    }
-    let mut created_nodes = Vec::new();
-    for node in &cluster.nodes {
-        match nodes.create(&post, node).await {
-            Ok(node) => created_nodes.push(node),
-            Err(error) => panic!(
-                "seed {seed}: creating node {:?}: {error}",
-                node.metadata.name
-            ),
-        }
-    }
+    let created_services = create_each(client, seed, &cluster.services).await;
+    let created_nodes = create_each(client, seed, &cluster.nodes).await;
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
-    let mut created_volumes = Vec::new();
-    for volume in &cluster.volumes {
-        match volumes.create(&post, volume).await {
-            Ok(volume) => created_volumes.push(volume),
-            Err(error) => panic!(
-                "seed {seed}: creating volume {:?}: {error}",
-                volume.metadata.name
-            ),
-        }
-    }
-    let mut created_claims = Vec::new();
-    for claim in &cluster.claims {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(
-            client.clone(),
-            claim.metadata.namespace.as_deref().unwrap_or("default"),
-        );
-        match claims.create(&post, claim).await {
-            Ok(claim) => created_claims.push(claim),
-            Err(error) => panic!(
-                "seed {seed}: creating claim {:?}: {error}",
-                claim.metadata.name
-            ),
-        }
-    }
+    let mut created_volumes = create_each(client, seed, &cluster.volumes).await;
+    let mut created_claims = create_each(client, seed, &cluster.claims).await;
     // Late binding: its classes, local volumes and claims.
     let classes: Api<StorageClass> = Api::all(client.clone());
-    let mut created_classes = Vec::new();
-    for class in &cluster.late.classes {
-        match classes.create(&post, class).await {
-            Ok(class) => created_classes.push(class),
-            Err(error) => panic!(
-                "seed {seed}: creating class {:?}: {error}",
-                class.metadata.name
-            ),
-        }
-    }
-    for volume in &cluster.late.volumes {
-        match volumes.create(&post, volume).await {
-            Ok(volume) => created_volumes.push(volume),
-            Err(error) => panic!(
-                "seed {seed}: creating volume {:?}: {error}",
-                volume.metadata.name
-            ),
-        }
-    }
-    for claim in &cluster.late.claims {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(
-            client.clone(),
-            claim.metadata.namespace.as_deref().unwrap_or("default"),
-        );
-        match claims.create(&post, claim).await {
-            Ok(claim) => created_claims.push(claim),
-            Err(error) => panic!(
-                "seed {seed}: creating claim {:?}: {error}",
-                claim.metadata.name
-            ),
-        }
-    }
+    let created_classes = create_each(client, seed, &cluster.late.classes).await;
+    created_volumes.extend(create_each(client, seed, &cluster.late.volumes).await);
+    created_claims.extend(create_each(client, seed, &cluster.late.claims).await);
     let pods_of = |pod: &Pod| -> Api<Pod> {
         Api::namespaced(
             client.clone(),
@@ -658,6 +585,58 @@ async fn run_seed(
     }
     if let Err(error) = classes.delete_collection(&now, &seed_nodes).await {
         panic!("seed {seed}: deleting its storage classes: {error}");
+    }
+}
+
+/// Creates `objects` (each in its own namespace, if namespaced) in order,
+/// and returns them as the API server returned them.
+async fn create_each<K>(client: &kube::Client, seed: u64, objects: &[K]) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::Serialize
+        + k8s_openapi::serde::de::DeserializeOwned,
+    K::Scope: ScopeOf,
+{
+    let mut created = Vec::new();
+    for object in objects {
+        let api: Api<K> = K::Scope::api(client, object.meta().namespace.as_deref());
+        match api.create(&PostParams::default(), object).await {
+            Ok(object) => created.push(object),
+            Err(error) => panic!(
+                "seed {seed}: creating {} {:?}: {error}",
+                K::kind(&()),
+                object.meta().name
+            ),
+        }
+    }
+    created
+}
+
+/// The API of a kind by its scope: cluster-wide, or in the object's
+/// namespace.
+trait ScopeOf {
+    fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = Self>;
+}
+
+impl ScopeOf for k8s_openapi::ClusterResourceScope {
+    fn api<K>(client: &kube::Client, _: Option<&str>) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::all(client.clone())
+    }
+}
+
+impl ScopeOf for k8s_openapi::NamespaceResourceScope {
+    fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::namespaced(client.clone(), namespace.unwrap_or("default"))
     }
 }
 
