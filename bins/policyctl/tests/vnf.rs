@@ -215,3 +215,29 @@ fn plan_with_a_base_hot_uses_its_server_groups_and_names_the_hint_that_places_no
     );
     assert_eq!(document["findings"], serde_json::json!([]));
 }
+
+/// With the CNF's manifests too, the plan follows the layers down to the
+/// pods (E.8): compute host → worker (by address) → Node → pod.
+#[test]
+fn plan_with_the_cnf_joins_hosts_workers_and_pods() {
+    let mut args = plan_args();
+    args.extend(["-f".to_owned(), example("cnf.yaml")]);
+    let table_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    insta::assert_snapshot!("vnf_plan_cnf_table", ok(&table_args).stdout);
+    let mut json_args = table_args.clone();
+    json_args.extend(["-o", "json"]);
+    let document: Value = serde_json::from_str(&ok(&json_args).stdout).unwrap();
+    let upf = &document["cnf"][0];
+    assert_eq!(upf["workload"], "deployment/cnf/upf");
+    assert_eq!(upf["rule"], "required");
+    assert_eq!(upf["labelledHosts"], 1);
+    assert_eq!(upf["beyondLabelledHosts"], 2);
+    assert_eq!(
+        upf["podsPerHost"],
+        serde_json::json!({
+            "compute-b": ["cnf/upf-7d4b9c-a"],
+            "compute-c": ["cnf/upf-7d4b9c-b", "cnf/upf-7d4b9c-c"],
+        })
+    );
+    assert_eq!(upf["sharedHosts"], serde_json::json!(["compute-c"]));
+}

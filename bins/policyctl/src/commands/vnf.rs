@@ -9,6 +9,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use anti_affinity_placement::tacker::base_hot::{BaseHot, read_base_hot};
+use anti_affinity_placement::tacker::layers::{
+    CnfPod, CnfWorkload, HostRule, LabelledNode, WorkloadLayer, join_layers,
+};
 use anti_affinity_placement::tacker::plan::{
     CIS_NODE_LABEL, ComputeHost, LabelState, NodeLabel, Plan, Server, plan,
 };
@@ -244,7 +247,7 @@ pub fn run(
                     "vnf plan needs the compute hosts: give --hypervisors (openstack hypervisor list -f json) or --servers (openstack server list --long -f json)".to_owned(),
                 ));
             }
-            let nodes = if global.filenames.is_empty() {
+            let inventory = if global.filenames.is_empty() {
                 None
             } else {
                 let sources = input::read_all(
@@ -255,29 +258,33 @@ pub fn run(
                     },
                     stdin,
                 )?;
-                let inventory = manifest::read_sources(&sources)?;
-                Some(
-                    inventory
-                        .nodes
-                        .values()
-                        .filter_map(|n| {
-                            Some(NodeLabel {
-                                name: n.object.metadata.name.clone()?,
-                                host: n
-                                    .object
-                                    .metadata
-                                    .labels
-                                    .as_ref()
-                                    .and_then(|l| l.get(CIS_NODE_LABEL))
-                                    .cloned(),
-                            })
-                        })
-                        .collect::<Vec<_>>(),
-                )
+                Some(manifest::read_sources(&sources)?)
             };
+            let nodes = inventory.as_ref().map(|inventory| {
+                inventory
+                    .nodes
+                    .values()
+                    .filter_map(|n| {
+                        Some(NodeLabel {
+                            name: n.object.metadata.name.clone()?,
+                            host: n
+                                .object
+                                .metadata
+                                .labels
+                                .as_ref()
+                                .and_then(|l| l.get(CIS_NODE_LABEL))
+                                .cloned(),
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            });
             let plan = plan(&vnfd, &translation, &hosts, &servers, nodes.as_deref())
                 .map_err(|error| input_error(error.to_string()))?;
-            let output = plan_output(&vnfd, &translation, base_hot.as_ref(), &plan)?;
+            let layers = inventory
+                .as_ref()
+                .map(|inventory| cnf_layers(inventory, &plan, &servers))
+                .unwrap_or_default();
+            let output = plan_output(&vnfd, &translation, base_hot.as_ref(), &plan, &layers)?;
             crate::output::write(global.output, &output, stdout).map_err(CommandError::Output)?;
             Ok(Exit::Success)
         }
@@ -413,11 +420,130 @@ fn read_servers(path: &Path) -> Result<Vec<Server>, CommandError> {
     Ok(servers)
 }
 
+/// The CNF's workloads (Deployments and StatefulSets of `-f`) and their
+/// pods, joined with the Nodes, the workers and the compute hosts (E.8).
+fn cnf_layers(
+    inventory: &manifest::Inventory,
+    plan: &Plan,
+    servers: &[Server],
+) -> Vec<WorkloadLayer> {
+    use k8s_openapi::api::core::v1::PodSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use kube::core::{Selector, SelectorExt};
+
+    let rule_of = |spec: Option<&PodSpec>| -> Option<HostRule> {
+        let anti = spec?.affinity.as_ref()?.pod_anti_affinity.as_ref()?;
+        let required = anti
+            .required_during_scheduling_ignored_during_execution
+            .iter()
+            .flatten()
+            .any(|t| t.topology_key == CIS_NODE_LABEL);
+        let preferred = anti
+            .preferred_during_scheduling_ignored_during_execution
+            .iter()
+            .flatten()
+            .any(|t| t.pod_affinity_term.topology_key == CIS_NODE_LABEL);
+        if required {
+            Some(HostRule::Required)
+        } else {
+            preferred.then_some(HostRule::Preferred)
+        }
+    };
+    // (workload, namespace, selector) of each Deployment and StatefulSet.
+    let mut workloads = Vec::new();
+    let mut selectors: Vec<(String, String, Option<Selector>)> = Vec::new();
+    let mut add = |kind: &str,
+                   namespace: Option<&str>,
+                   name: Option<&str>,
+                   replicas: Option<i32>,
+                   selector: Option<&LabelSelector>,
+                   spec: Option<&PodSpec>| {
+        let namespace = namespace.unwrap_or("default");
+        let name = format!("{kind}/{namespace}/{}", name.unwrap_or_default());
+        workloads.push(CnfWorkload {
+            name: name.clone(),
+            replicas: u32::try_from(replicas.unwrap_or(1)).unwrap_or(0),
+            rule: rule_of(spec),
+        });
+        let selector = selector.and_then(|s| Selector::try_from(s.clone()).ok());
+        selectors.push((name, namespace.to_owned(), selector));
+    };
+    for d in inventory.deployments.values() {
+        let spec = d.object.spec.as_ref();
+        add(
+            "deployment",
+            d.object.metadata.namespace.as_deref(),
+            d.object.metadata.name.as_deref(),
+            spec.and_then(|s| s.replicas),
+            spec.map(|s| &s.selector),
+            spec.and_then(|s| s.template.spec.as_ref()),
+        );
+    }
+    for s in inventory.stateful_sets.values() {
+        let spec = s.object.spec.as_ref();
+        add(
+            "statefulset",
+            s.object.metadata.namespace.as_deref(),
+            s.object.metadata.name.as_deref(),
+            spec.and_then(|s| s.replicas),
+            spec.map(|s| &s.selector),
+            spec.and_then(|s| s.template.spec.as_ref()),
+        );
+    }
+    let pods: Vec<CnfPod> = inventory
+        .pods
+        .values()
+        .map(|p| {
+            let meta = &p.object.metadata;
+            let namespace = meta.namespace.as_deref().unwrap_or("default");
+            let empty = Default::default();
+            let labels = meta.labels.as_ref().unwrap_or(&empty);
+            CnfPod {
+                name: format!("{namespace}/{}", meta.name.as_deref().unwrap_or_default()),
+                workload: selectors
+                    .iter()
+                    .find(|(_, ns, selector)| {
+                        ns == namespace && selector.as_ref().is_some_and(|s| s.matches(labels))
+                    })
+                    .map(|(name, ..)| name.clone()),
+                node: p.object.spec.as_ref().and_then(|s| s.node_name.clone()),
+            }
+        })
+        .collect();
+    let nodes: Vec<LabelledNode> = inventory
+        .nodes
+        .values()
+        .filter_map(|n| {
+            Some(LabelledNode {
+                name: n.object.metadata.name.clone()?,
+                host_label: n
+                    .object
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(CIS_NODE_LABEL))
+                    .cloned(),
+                addresses: n
+                    .object
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.addresses.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .map(|a| a.address.clone())
+                    .collect(),
+            })
+        })
+        .collect();
+    join_layers(plan, servers, &nodes, &workloads, &pods)
+}
+
 fn plan_output(
     vnfd: &Vnfd,
     translation: &Translation,
     base_hot: Option<&BaseHot>,
     plan: &Plan,
+    layers: &[WorkloadLayer],
 ) -> Result<Output, CommandError> {
     let groups_from = match base_hot {
         Some(hot) => format!(", server groups of BaseHOT {}", hot.file),
@@ -540,6 +666,53 @@ fn plan_output(
         text.push_str("\nAffinity rules heat-translator drops:\n\n");
         text.push_str(&findings_table(translation));
     }
+    if !layers.is_empty() {
+        text.push_str(&format!(
+            "\nThe CNF's pods over the compute hosts (anti-affinity on {CIS_NODE_LABEL}; E.8):\n\n"
+        ));
+        text.push_str(&fitted_table(
+            &[
+                "workload",
+                "replicas",
+                "rule on the host label",
+                "labelled hosts",
+                "pods per compute host",
+            ],
+            layers.iter().map(|l| {
+                [
+                    l.workload.clone(),
+                    l.replicas.to_string(),
+                    match l.rule {
+                        Some(HostRule::Required) => "required".to_owned(),
+                        Some(HostRule::Preferred) => "preferred".to_owned(),
+                        None => "none".to_owned(),
+                    },
+                    l.labelled_hosts.to_string(),
+                    l.pods_per_host
+                        .iter()
+                        .map(|(host, pods)| format!("{host}: {}", pods.join(", ")))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ]
+            }),
+        ));
+        for l in layers {
+            if l.beyond_labelled_hosts > 0 {
+                text.push_str(&format!(
+                    "\n{}: {} replicas under required anti-affinity on {CIS_NODE_LABEL}, but the Nodes carry {} host label value(s): at most one replica per value, the other {} only on Nodes without the label, where nothing keeps them apart (C.13)",
+                    l.workload, l.replicas, l.labelled_hosts, l.beyond_labelled_hosts
+                ));
+            }
+            for host in &l.shared_hosts {
+                text.push_str(&format!(
+                    "\n{}: {} share compute host {host} despite the required rule (labels stale or missing; D.2, E.6)",
+                    l.workload,
+                    l.pods_per_host.get(host).map(|p| p.join(", ")).unwrap_or_default()
+                ));
+            }
+        }
+        text.push('\n');
+    }
     if let Some(hot) = base_hot.filter(|hot| !hot.findings.is_empty()) {
         text.push_str("\nServer-group hints of the BaseHOT that place nothing:\n\n");
         text.push_str(&base_hot_findings_table(hot));
@@ -551,6 +724,12 @@ fn plan_output(
     });
     if let (Some(hot), Some(fields)) = (base_hot, document.as_object_mut()) {
         fields.insert("baseHot".to_owned(), base_hot_json(hot));
+    }
+    if let (false, Some(fields)) = (layers.is_empty(), document.as_object_mut()) {
+        fields.insert(
+            "cnf".to_owned(),
+            serde_json::to_value(layers).map_err(|error| input_error(error.to_string()))?,
+        );
     }
     Ok(Output {
         document,

@@ -7,6 +7,7 @@
 //! imports) and gives the host list.
 
 pub mod base_hot;
+pub mod layers;
 pub mod plan;
 pub mod translate;
 pub mod tree;
