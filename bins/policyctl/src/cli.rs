@@ -580,7 +580,7 @@ pub enum VnfAction {
 }
 
 /// The VNFD options.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct VnfdArgs {
     /// The VNFD: a TOSCA YAML file (its imports are read next to it), or a
     /// CSAR's `Definitions` directory.
@@ -592,7 +592,7 @@ pub struct VnfdArgs {
 }
 
 /// Options of `vnf plan`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct VnfPlanArgs {
     /// The VNFD.
     #[command(flatten)]
@@ -733,6 +733,57 @@ pub struct ReportArgs {
         env = "POLICYCTL_DATAMOVER"
     )]
     pub datamovers: Vec<String>,
+    /// A Tacker VNFD (a file, or a CSAR's `Definitions` directory): adds
+    /// the `vnf` section, `vnf plan` joined with this input's Nodes and CNF.
+    #[arg(long, value_name = "FILE|DIR", env = "POLICYCTL_VNFD")]
+    pub vnfd: Option<PathBuf>,
+    /// With `--vnfd`: its deployment flavour, when it has several.
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "vnfd",
+        env = "POLICYCTL_VNF_FLAVOUR"
+    )]
+    pub vnf_flavour: Option<String>,
+    /// With `--vnfd`: the package's BaseHOT (as `vnf plan --base-hot`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "vnfd",
+        env = "POLICYCTL_BASE_HOT"
+    )]
+    pub base_hot: Option<PathBuf>,
+    /// With `--vnfd`: `openstack hypervisor list -f json`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "vnfd",
+        env = "POLICYCTL_HYPERVISORS"
+    )]
+    pub hypervisors: Option<PathBuf>,
+    /// With `--vnfd`: `openstack server list --long -f json`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "vnfd",
+        env = "POLICYCTL_SERVERS"
+    )]
+    pub servers: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// The `vnf plan` arguments of the `vnf` section, when `--vnfd` is given.
+    pub fn vnf_plan(&self) -> Option<VnfPlanArgs> {
+        Some(VnfPlanArgs {
+            vnfd: VnfdArgs {
+                vnfd: self.vnfd.clone()?,
+                flavour: self.vnf_flavour.clone(),
+            },
+            hypervisors: self.hypervisors.clone(),
+            servers: self.servers.clone(),
+            base_hot: self.base_hot.clone(),
+        })
+    }
 }
 
 /// Why a `--datamover` value is refused: Velero's built-in data mover

@@ -152,6 +152,11 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
             ],
         ],
     ),
+    (
+        "vnf",
+        "Tacker VNF",
+        &[&[Kind::Node, Kind::Pod, Kind::Deployment, Kind::StatefulSet]],
+    ),
 ];
 
 fn flatten(groups: &[&[Kind]]) -> Vec<Kind> {
@@ -496,6 +501,11 @@ mod tests {
             concurrent_backups: 1,
             soothe_mode: SootheMode::Optimistic,
             datamovers: Vec::new(),
+            vnfd: None,
+            vnf_flavour: None,
+            base_hot: None,
+            hypervisors: None,
+            servers: None,
         })) else {
             panic!("report reads kinds");
         };

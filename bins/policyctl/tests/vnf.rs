@@ -241,3 +241,60 @@ fn plan_with_the_cnf_joins_hosts_workers_and_pods() {
     );
     assert_eq!(upf["sharedHosts"], serde_json::json!(["compute-c"]));
 }
+
+/// `report --vnfd …` carries the same plan as its `vnf` section, joined
+/// with the report's own input (E.8).
+#[test]
+fn report_with_a_vnfd_has_the_vnf_section_of_vnf_plan() {
+    let plan = ok(&[
+        "vnf",
+        "plan",
+        "--vnfd",
+        &example("Definitions"),
+        "--servers",
+        &example("servers.json"),
+        "-f",
+        &example("nodes.yaml"),
+        "-f",
+        &example("cnf.yaml"),
+        "-o",
+        "json",
+    ]);
+    let report = ok(&[
+        "report",
+        "--vnfd",
+        &example("Definitions"),
+        "--servers",
+        &example("servers.json"),
+        "-f",
+        &example("nodes.yaml"),
+        "-f",
+        &example("cnf.yaml"),
+        "-o",
+        "json",
+    ]);
+    let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
+    let report: Value = serde_json::from_str(&report.stdout).unwrap();
+    let mut section = report["vnf"].clone();
+    // The command's own completeness fields are the report's.
+    for key in ["complete", "incomplete", "inputs"] {
+        if let Some(fields) = section.as_object_mut() {
+            fields.remove(key);
+        }
+    }
+    let mut whole = plan.clone();
+    for key in ["complete", "incomplete", "inputs"] {
+        if let Some(fields) = whole.as_object_mut() {
+            fields.remove(key);
+        }
+    }
+    assert_eq!(section, whole);
+    assert_eq!(report["vnf"]["cnf"][0]["sharedHosts"][0], "compute-c");
+}
+
+#[test]
+fn report_options_of_the_vnf_section_need_the_vnfd() {
+    let out = run(&["report", "--servers", &example("servers.json")]);
+    assert_eq!(out.exit, Exit::Usage);
+    assert!(out.stderr.contains("--vnfd"), "{}", out.stderr);
+}

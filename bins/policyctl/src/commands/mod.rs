@@ -182,6 +182,7 @@ pub fn execute(
                 soothe_mode: args.soothe_mode,
                 data_movers: DataMovers::from_args(&args.datamovers),
                 maintenance_config_map: global.maintenance_config_map.clone(),
+                vnf: args.vnf_plan(),
             };
             let output = report::run(&config, inventory, &options, stderr)?;
             Ok(CommandResult {

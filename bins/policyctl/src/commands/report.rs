@@ -34,6 +34,8 @@ pub struct Options {
     pub data_movers: DataMovers,
     /// `--maintenance-config-map` for the repository-maintenance section.
     pub maintenance_config_map: Option<crate::cli::ConfigMapRef>,
+    /// `--vnfd` and its files for the `vnf` section.
+    pub vnf: Option<crate::cli::VnfPlanArgs>,
 }
 
 fn mode_name(mode: SootheMode) -> &'static str {
@@ -169,6 +171,15 @@ pub fn run(
             &plan.table,
         ));
         document.insert("hosts".to_owned(), plan.document);
+    }
+
+    if let Some(vnf) = &options.vnf {
+        let plan = super::vnf::plan_with(vnf, Some(inventory))?;
+        text.push_str(&section(
+            "Tacker VNF: compute hosts, workers, Nodes and the CNF's pods",
+            &plan.table,
+        ));
+        document.insert("vnf".to_owned(), plan.document);
     }
 
     text.truncate(text.trim_end().len());

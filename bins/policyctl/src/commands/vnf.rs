@@ -19,7 +19,7 @@ use anti_affinity_placement::tacker::translate::{Translation, translate};
 use anti_affinity_placement::tacker::vnfd::{Vnfd, read_vnfd};
 use serde_json::{Value, json};
 
-use crate::cli::{GlobalArgs, VnfAction, VnfdArgs};
+use crate::cli::{GlobalArgs, VnfAction, VnfPlanArgs, VnfdArgs};
 use crate::commands::CommandError;
 use crate::output::{Output, OutputFormat, fitted_table, or_dash};
 use crate::{Exit, input, manifest};
@@ -215,38 +215,6 @@ pub fn run(
             Ok(Exit::Success)
         }
         VnfAction::Plan(args) => {
-            let vnfd = read(&args.vnfd)?;
-            let base_hot = args
-                .base_hot
-                .as_deref()
-                .map(read_base_hot_file)
-                .transpose()?;
-            let translation = match &base_hot {
-                Some(hot) => hot.translation.clone(),
-                None => translate(&vnfd),
-            };
-            let servers = match &args.servers {
-                Some(path) => read_servers(path)?,
-                None => Vec::new(),
-            };
-            let hosts = match &args.hypervisors {
-                Some(path) => read_hypervisors(path)?,
-                None => {
-                    let mut hosts: Vec<String> =
-                        servers.iter().filter_map(|s| s.host.clone()).collect();
-                    hosts.sort();
-                    hosts.dedup();
-                    hosts
-                        .into_iter()
-                        .map(|name| ComputeHost { name, usable: true })
-                        .collect()
-                }
-            };
-            if hosts.is_empty() {
-                return Err(CommandError::Usage(
-                    "vnf plan needs the compute hosts: give --hypervisors (openstack hypervisor list -f json) or --servers (openstack server list --long -f json)".to_owned(),
-                ));
-            }
             let inventory = if global.filenames.is_empty() {
                 None
             } else {
@@ -260,35 +228,74 @@ pub fn run(
                 )?;
                 Some(manifest::read_sources(&sources)?)
             };
-            let nodes = inventory.as_ref().map(|inventory| {
-                inventory
-                    .nodes
-                    .values()
-                    .filter_map(|n| {
-                        Some(NodeLabel {
-                            name: n.object.metadata.name.clone()?,
-                            host: n
-                                .object
-                                .metadata
-                                .labels
-                                .as_ref()
-                                .and_then(|l| l.get(CIS_NODE_LABEL))
-                                .cloned(),
-                        })
-                    })
-                    .collect::<Vec<_>>()
-            });
-            let plan = plan(&vnfd, &translation, &hosts, &servers, nodes.as_deref())
-                .map_err(|error| input_error(error.to_string()))?;
-            let layers = inventory
-                .as_ref()
-                .map(|inventory| cnf_layers(inventory, &plan, &servers))
-                .unwrap_or_default();
-            let output = plan_output(&vnfd, &translation, base_hot.as_ref(), &plan, &layers)?;
+            let output = plan_with(args, inventory.as_ref())?;
             crate::output::write(global.output, &output, stdout).map_err(CommandError::Output)?;
             Ok(Exit::Success)
         }
     }
+}
+
+/// `vnf plan`'s output for `args`, with the Nodes and the CNF of
+/// `inventory` when there is one (also the `vnf` section of `report`).
+pub fn plan_with(
+    args: &VnfPlanArgs,
+    inventory: Option<&manifest::Inventory>,
+) -> Result<Output, CommandError> {
+    let vnfd = read(&args.vnfd)?;
+    let base_hot = args
+        .base_hot
+        .as_deref()
+        .map(read_base_hot_file)
+        .transpose()?;
+    let translation = match &base_hot {
+        Some(hot) => hot.translation.clone(),
+        None => translate(&vnfd),
+    };
+    let servers = match &args.servers {
+        Some(path) => read_servers(path)?,
+        None => Vec::new(),
+    };
+    let hosts = match &args.hypervisors {
+        Some(path) => read_hypervisors(path)?,
+        None => {
+            let mut hosts: Vec<String> = servers.iter().filter_map(|s| s.host.clone()).collect();
+            hosts.sort();
+            hosts.dedup();
+            hosts
+                .into_iter()
+                .map(|name| ComputeHost { name, usable: true })
+                .collect()
+        }
+    };
+    if hosts.is_empty() {
+        return Err(CommandError::Usage(
+            "vnf plan needs the compute hosts: give --hypervisors (openstack hypervisor list -f json) or --servers (openstack server list --long -f json)".to_owned(),
+        ));
+    }
+    let nodes = inventory.map(|inventory| {
+        inventory
+            .nodes
+            .values()
+            .filter_map(|n| {
+                Some(NodeLabel {
+                    name: n.object.metadata.name.clone()?,
+                    host: n
+                        .object
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(CIS_NODE_LABEL))
+                        .cloned(),
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let plan = plan(&vnfd, &translation, &hosts, &servers, nodes.as_deref())
+        .map_err(|error| input_error(error.to_string()))?;
+    let layers = inventory
+        .map(|inventory| cnf_layers(inventory, &plan, &servers))
+        .unwrap_or_default();
+    plan_output(&vnfd, &translation, base_hot.as_ref(), &plan, &layers)
 }
 
 fn write(stdout: &mut dyn Write, text: &str) -> Result<(), CommandError> {

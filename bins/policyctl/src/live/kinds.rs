@@ -495,6 +495,11 @@ mod tests {
             concurrent_backups: 1,
             soothe_mode: crate::cli::SootheMode::Optimistic,
             datamovers: Vec::new(),
+            vnfd: None,
+            vnf_flavour: None,
+            base_hot: None,
+            hypervisors: None,
+            servers: None,
         });
         assert_eq!(needs(&report), Needs::Kinds(Kind::ALL.to_vec()));
         assert_eq!(
