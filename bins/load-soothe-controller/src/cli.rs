@@ -73,6 +73,18 @@ pub struct Cli {
     /// `pod-gates`: the Service in front of the webhook.
     #[arg(long, env = "WEBHOOK_SERVICE", hide_env_values = true, default_value = crate::config::CONTROLLER_NAME, value_name = "NAME")]
     pub webhook_service: String,
+    /// `pod-gates`: an existing TLS Secret to serve the webhook with
+    /// (cert-manager's `kubernetes.io/tls` Secret: PEM `tls.crt`,
+    /// `tls.key`, optional `ca.crt`, written as the `caBundle`), never
+    /// created here; default: `<webhook-service>-webhook-tls`, made by the
+    /// first replica when absent.
+    #[arg(
+        long,
+        env = "WEBHOOK_TLS_SECRET",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
+    pub webhook_tls_secret: Option<String>,
     /// Seconds before held loads are decided again when nothing changes.
     #[arg(
         long,
@@ -101,6 +113,11 @@ pub struct ManifestArgs {
     /// optimistic: a DaemonSet).
     #[arg(long, value_enum, default_value_t = GateMode::Exact)]
     pub mode: GateMode,
+    /// Admission of the generated workload (the controller's own default,
+    /// `accept`; `pod-gates` adds the webhook's Service, container port,
+    /// Secret and ClusterRole permissions).
+    #[arg(long, value_enum, default_value_t = Admission::Accept)]
+    pub admission: Admission,
     /// Velero's namespace (the controller runs there too).
     #[arg(long, default_value = "velero", value_name = "NAMESPACE")]
     pub namespace: String,
@@ -179,6 +196,14 @@ impl Cli {
         config.admission = self.admission;
         config.webhook_addr = self.webhook_addr;
         config.webhook_service.clone_from(&self.webhook_service);
+        if let Some(name) = &self.webhook_tls_secret {
+            if name.trim().is_empty() {
+                return Err(Error::Config(
+                    "--webhook-tls-secret needs a Secret name (leave the flag out to have the controller make its own Secret)".into(),
+                ));
+            }
+            config.webhook_tls_secret = Some(name.clone());
+        }
         Ok(config)
     }
 }
@@ -226,6 +251,24 @@ mod tests {
             try_parse_from(["load-soothe-controller", "--datamover=a", "--leader-elect"]).unwrap();
         let err = cli.to_config(None, "h").unwrap_err();
         insta::assert_snapshot!(err.to_string(), @"invalid configuration: --leader-elect is not supported: every replica admits loads (use --mode exact for several replicas)");
+    }
+
+    #[test]
+    fn manifests_default_to_the_controllers_own_admission_and_webhook_names() {
+        let run = try_parse_from(["load-soothe-controller", "--datamover=acme"]).unwrap();
+        let Some(Command::Manifests(m)) = try_parse_from(["load-soothe-controller", "manifests"])
+            .unwrap()
+            .command
+        else {
+            panic!("manifests did not parse");
+        };
+        assert_eq!(m.admission, run.admission);
+        assert_eq!(run.webhook_addr.port(), crate::config::DEFAULT_WEBHOOK_PORT);
+        assert_eq!(run.webhook_service, crate::config::CONTROLLER_NAME);
+        assert_eq!(
+            crate::config::webhook_tls_secret_name(&run.webhook_service),
+            crate::config::DEFAULT_WEBHOOK_TLS_SECRET
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ async fn real_main(cli: Cli) -> Result<i32, Exit> {
     if let Some(Command::Manifests(m)) = &cli.command {
         let yaml = load_soothe_controller::manifests::render(
             m.mode,
+            m.admission,
             &m.namespace,
             &m.image,
             &m.datamovers,
