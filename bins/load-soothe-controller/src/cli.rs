@@ -272,6 +272,38 @@ mod tests {
     }
 
     #[test]
+    fn webhook_tls_secret_names_an_existing_secret_else_the_default_is_made() {
+        let given = try_parse_from([
+            "load-soothe-controller",
+            "--datamover=acme",
+            "--webhook-tls-secret=webhook-cert",
+        ])
+        .unwrap()
+        .to_config(None, "h")
+        .unwrap();
+        assert_eq!(given.webhook_tls_secret.as_deref(), Some("webhook-cert"));
+        assert_eq!(given.webhook_tls_secret(), "webhook-cert");
+        let default = try_parse_from(["load-soothe-controller", "--datamover=acme"])
+            .unwrap()
+            .to_config(None, "h")
+            .unwrap();
+        assert_eq!(default.webhook_tls_secret, None);
+        assert_eq!(
+            default.webhook_tls_secret(),
+            "load-soothe-controller-webhook-tls"
+        );
+        let empty = try_parse_from([
+            "load-soothe-controller",
+            "--datamover=acme",
+            "--webhook-tls-secret= ",
+        ])
+        .unwrap()
+        .to_config(None, "h")
+        .unwrap_err();
+        insta::assert_snapshot!(empty.to_string(), @"invalid configuration: --webhook-tls-secret needs a Secret name (leave the flag out to have the controller make its own Secret)");
+    }
+
+    #[test]
     fn help_output() {
         let help = command().term_width(100).render_long_help().to_string();
         insta::assert_snapshot!(help);

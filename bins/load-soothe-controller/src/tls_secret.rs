@@ -176,10 +176,10 @@ fn ca_pem(bytes: &[u8]) -> Result<String, SecretProblem> {
 
 fn pem_error(error: &pem::Error) -> String {
     match error {
-        pem::Error::MissingSectionEnd { end_marker } => format!(
-            "a block has no end line {:?}",
-            String::from_utf8_lossy(end_marker)
-        ),
+        pem::Error::MissingSectionEnd { end_marker } => {
+            let label = String::from_utf8_lossy(end_marker);
+            format!("its {label} block has no -----END {label}----- line (truncated?)")
+        }
         pem::Error::IllegalSectionStart { line } => {
             format!("malformed BEGIN line {:?}", String::from_utf8_lossy(line))
         }
@@ -215,5 +215,145 @@ fn check_key_matches(
             key_key,
             format!("holds a private key that cannot be used: {error}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+
+    /// A CA and a serving certificate for `127.0.0.1` it signed, as PEM:
+    /// (CA certificate, serving certificate, serving key).
+    fn issued() -> (String, String, String) {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        (ca_cert.pem(), cert.pem(), key.serialize_pem())
+    }
+
+    fn data(entries: &[(&str, &[u8])]) -> BTreeMap<String, ByteString> {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), ByteString(v.to_vec())))
+            .collect()
+    }
+
+    #[test]
+    fn a_cert_manager_secret_is_read_and_its_ca_becomes_the_bundle() {
+        let (ca, cert, key) = issued();
+        // cert-manager puts the chain after the serving certificate.
+        let chain = format!("{cert}{ca}");
+        let material = read(&data(&[
+            (TLS_CRT, chain.as_bytes()),
+            (TLS_KEY, key.as_bytes()),
+            (CA_CRT, ca.as_bytes()),
+        ]))
+        .unwrap();
+        assert_eq!(material.ca_pem.as_deref(), Some(ca.as_str()));
+        assert_eq!(material.chain.len(), 2);
+        assert_eq!(
+            material.chain[0].as_ref(),
+            CertificateDer::from_pem_slice(cert.as_bytes())
+                .unwrap()
+                .as_ref()
+        );
+    }
+
+    #[test]
+    fn without_ca_crt_no_bundle_is_written() {
+        let (_, cert, key) = issued();
+        let material = read(&data(&[
+            (TLS_CRT, cert.as_bytes()),
+            (TLS_KEY, key.as_bytes()),
+        ]))
+        .unwrap();
+        assert_eq!(material.ca_pem, None);
+    }
+
+    #[test]
+    fn the_controllers_own_der_form_is_still_read() {
+        let (ca, cert, key) = issued();
+        let cert_der = CertificateDer::from_pem_slice(cert.as_bytes()).unwrap();
+        let key_der = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+        let material = read(&data(&[
+            (CA_CRT, ca.as_bytes()),
+            (TLS_CRT_DER, cert_der.as_ref()),
+            (TLS_KEY_DER, key_der.secret_der()),
+        ]))
+        .unwrap();
+        assert_eq!(material.ca_pem.as_deref(), Some(ca.as_str()));
+        assert_eq!(material.chain, vec![cert_der]);
+    }
+
+    /// Each problem names the key of the Secret and what is wrong with it.
+    #[test]
+    fn problems_name_the_key_and_what_is_wrong() {
+        let (ca, cert, key) = issued();
+        let (_, _, other_key) = issued();
+        let cert_der = CertificateDer::from_pem_slice(cert.as_bytes()).unwrap();
+        let truncated = &cert[..cert.len() - 30];
+        let cases: Vec<(&str, BTreeMap<String, ByteString>)> = vec![
+            (
+                "no known key",
+                data(&[("cert.pem", cert.as_bytes()), ("key.pem", key.as_bytes())]),
+            ),
+            ("empty Secret", data(&[])),
+            (
+                "DER in tls.crt",
+                data(&[(TLS_CRT, cert_der.as_ref()), (TLS_KEY, key.as_bytes())]),
+            ),
+            ("tls.key missing", data(&[(TLS_CRT, cert.as_bytes())])),
+            (
+                "a certificate in tls.key",
+                data(&[(TLS_CRT, cert.as_bytes()), (TLS_KEY, cert.as_bytes())]),
+            ),
+            (
+                "truncated tls.crt",
+                data(&[(TLS_CRT, truncated.as_bytes()), (TLS_KEY, key.as_bytes())]),
+            ),
+            (
+                "another certificate's key",
+                data(&[(TLS_CRT, cert.as_bytes()), (TLS_KEY, other_key.as_bytes())]),
+            ),
+            (
+                "a key in ca.crt",
+                data(&[
+                    (TLS_CRT, cert.as_bytes()),
+                    (TLS_KEY, key.as_bytes()),
+                    (CA_CRT, key.as_bytes()),
+                ]),
+            ),
+            (
+                "own form without ca.crt",
+                data(&[
+                    (TLS_CRT_DER, cert_der.as_ref()),
+                    (TLS_KEY_DER, b"x".as_slice()),
+                ]),
+            ),
+            (
+                "own form with a broken key",
+                data(&[
+                    (CA_CRT, ca.as_bytes()),
+                    (TLS_CRT_DER, cert_der.as_ref()),
+                    (TLS_KEY_DER, b"not a key".as_slice()),
+                ]),
+            ),
+        ];
+        let report: Vec<String> = cases
+            .iter()
+            .map(|(what, data)| match read(data) {
+                Ok(_) => format!("{what}: accepted"),
+                Err(problem) => format!("{what}: {problem}"),
+            })
+            .collect();
+        insta::assert_snapshot!(report.join("\n"));
     }
 }

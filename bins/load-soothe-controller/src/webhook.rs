@@ -644,6 +644,73 @@ mod tests {
         assert_eq!(gate_patch(&pinned), None);
     }
 
+    /// A `kubernetes.io/tls` Secret as cert-manager writes it (serving
+    /// certificate and chain in `tls.crt`, `ca.crt`) serves the webhook:
+    /// a client trusting only `ca.crt` completes the handshake and gets
+    /// the AdmissionReview answer.
+    #[tokio::test]
+    async fn a_cert_manager_secret_serves_the_webhook() {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let data: BTreeMap<String, ByteString> = [
+            ("tls.crt", format!("{}{}", cert.pem(), ca_cert.pem())),
+            ("tls.key", key.serialize_pem()),
+            ("ca.crt", ca_cert.pem()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), ByteString(v.into_bytes())))
+        .collect();
+        let tls = WebhookTls::from_secret_data(&data).unwrap();
+        assert_eq!(tls.ca_pem(), Some(ca_cert.pem().as_str()));
+        let server = WebhookServer::bind("127.0.0.1:0".parse().unwrap(), &tls)
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let shutdown = Shutdown::new();
+        tokio::spawn(server.run(shutdown.clone()));
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(ca_cert.pem().as_bytes()).unwrap())
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut stream = connector.connect(name, tcp).await.unwrap();
+        let body =
+            review(json!({"metadata": {"labels": {"velero.io/data-upload": "du-1"}}, "spec": {}}))
+                .to_string();
+        let request = format!(
+            "POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap_or_default();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("\"patchType\":\"JSONPatch\""), "{answer}");
+        shutdown.trigger(controller_kit::ShutdownReason::Requested);
+    }
+
     #[test]
     fn the_configuration_never_blocks_pod_creation() {
         let configuration = configuration(
