@@ -128,6 +128,11 @@ pub struct ManifestArgs {
     /// loads); required. Repeatable.
     #[arg(long = "datamover", value_name = "NAME")]
     pub datamovers: Vec<String>,
+    /// `pod-gates`: serve the webhook with this existing Secret
+    /// (cert-manager's): passes `--webhook-tls-secret` and grants `get` on
+    /// it by name instead of the Secret the controller would make.
+    #[arg(long, value_name = "NAME")]
+    pub webhook_tls_secret: Option<String>,
 }
 
 /// The command line as parsed: [`Cli`]'s command with the leader-election

@@ -19,6 +19,7 @@ async fn real_main(cli: Cli) -> Result<i32, Exit> {
             &m.namespace,
             &m.image,
             &m.datamovers,
+            m.webhook_tls_secret.as_deref(),
         )?;
         process::write_stdout(&yaml).map_err(Exit::failure)?;
         return Ok(0);

@@ -30,7 +30,10 @@
 //!   (namespace-wide, as above);
 //! - Secrets: get the webhook's TLS Secret by name; create it
 //!   namespace-wide (made once, by the first replica, when it is absent:
-//!   RBAC cannot restrict `create` by name);
+//!   RBAC cannot restrict `create` by name). With a given Secret
+//!   (`manifests --webhook-tls-secret NAME`, cert-manager's), only `get` on
+//!   it by name, in a Role `load-soothe-controller-webhook-tls` of its own
+//!   (the name is known at render time), and no `create`;
 //! - the MutatingWebhookConfiguration `<service>-<namespace>` itself, as
 //!   the controller writes it but without `caBundle`, and a ClusterRole
 //!   `load-soothe-controller-webhook` with `mutatingwebhookconfigurations`
@@ -101,10 +104,21 @@ pub const POD_GATES_RULES: &[Rule] = &[
     ),
     Rule::new("", &["pods"], &[List, Patch]),
     Rule::new("", &["configmaps"], &[Get]).named(&[DEFAULT_NODE_AGENT_CONFIG_MAP]),
+];
+
+/// The TLS Secret rules of `pod-gates` when the controller makes its own
+/// Secret (no `--webhook-tls-secret`): get it by name, and create it
+/// (`create` cannot be restricted by name; used once, by the first
+/// replica).
+pub const POD_GATES_OWN_SECRET_RULES: &[Rule] = &[
     Rule::new("", &["secrets"], &[Get]).named(&[DEFAULT_WEBHOOK_TLS_SECRET]),
-    // `create` cannot be restricted by name: the TLS Secret, made once.
     Rule::new("", &["secrets"], &[Create]),
 ];
+
+/// The rules of the Role `load-soothe-controller-webhook-tls` when
+/// `--webhook-tls-secret` names an existing Secret (cert-manager's): get
+/// it, restricted at render time to its name; nothing is created.
+pub const GIVEN_SECRET_RULES: &[Rule] = &[Rule::new("", &["secrets"], &[Get])];
 
 /// Extra rules of exact mode with `pod-gates`: the ledger, read with a GET
 /// and merge-patched by name, created once (namespace-wide).
@@ -136,23 +150,36 @@ pub const PLACEHOLDER_DATAMOVER: &str = "CHANGE-ME";
 /// optimistic mode a DaemonSet (one instance per node; its limit is per
 /// instance). The data mover name is a placeholder to edit.
 pub fn manifest(mode: GateMode, admission: Admission) -> ControllerManifest {
-    manifest_for(mode, admission, "velero", IMAGE, &[PLACEHOLDER_DATAMOVER])
+    manifest_for(
+        mode,
+        admission,
+        "velero",
+        IMAGE,
+        &[PLACEHOLDER_DATAMOVER],
+        None,
+    )
 }
 
-/// [`manifest`] in `namespace` with `image`, admitting `datamovers`.
+/// [`manifest`] in `namespace` with `image`, admitting `datamovers`;
+/// `pod-gates` with `tls_secret`: the workload serves the webhook with that
+/// existing Secret (`--webhook-tls-secret`), and may only read it.
 pub fn manifest_for(
     mode: GateMode,
     admission: Admission,
     namespace: &str,
     image: &str,
     datamovers: &[&str],
+    tls_secret: Option<&str>,
 ) -> ControllerManifest {
-    let rules = match (admission, mode) {
+    let mut rules = match (admission, mode) {
         (Admission::Accept, GateMode::Exact) => [RULES, EXACT_RULES].concat(),
         (Admission::Accept, GateMode::Optimistic) => RULES.to_vec(),
         (Admission::PodGates, GateMode::Exact) => [POD_GATES_RULES, POD_GATES_EXACT_RULES].concat(),
         (Admission::PodGates, GateMode::Optimistic) => POD_GATES_RULES.to_vec(),
     };
+    if admission == Admission::PodGates && tls_secret.is_none() {
+        rules.extend_from_slice(POD_GATES_OWN_SECRET_RULES);
+    }
     let mut m = ControllerManifest::new(CONTROLLER_NAME, namespace, image, &rules);
     m.scope = Scope::Namespaced;
     m.leader_election = false;
@@ -164,6 +191,14 @@ pub fn manifest_for(
             rules: WEBHOOK_CONFIGURATION_RULES.to_vec(),
             resource_names: vec![webhook_configuration_name(CONTROLLER_NAME, namespace)],
         }];
+        if let Some(secret) = tls_secret {
+            m.rendered_roles.push(RenderedRole {
+                suffix: "webhook-tls".into(),
+                scope: Scope::Namespaced,
+                rules: GIVEN_SECRET_RULES.to_vec(),
+                resource_names: vec![secret.to_owned()],
+            });
+        }
         // The Service's name is `--webhook-service`'s default.
         m.service = Some(ControllerService {
             name: CONTROLLER_NAME.to_owned(),
@@ -189,6 +224,9 @@ pub fn manifest_for(
     m.args = vec![format!("--mode={}", mode.as_str())];
     if admission == Admission::PodGates {
         m.args.push(format!("--admission={}", admission.as_str()));
+        if let Some(secret) = tls_secret {
+            m.args.push(format!("--webhook-tls-secret={secret}"));
+        }
     }
     m.args
         .extend(datamovers.iter().map(|d| format!("--datamover={d}")));
@@ -198,8 +236,10 @@ pub fn manifest_for(
 }
 
 /// What `load-soothe-controller manifests` prints: the manifests of
-/// `mode` and `admission` in `namespace` with `image` for `datamovers`.
-/// Refuses an invalid
+/// `mode` and `admission` in `namespace` with `image` for `datamovers`,
+/// serving the webhook with the existing Secret `tls_secret` if given.
+/// Refuses a `tls_secret` that is not a Secret name or comes without
+/// `pod-gates`, an invalid
 /// namespace or image, the data movers [`crate::cli::Cli::to_config`]
 /// refuses, and no data mover at all (a workload that would admit
 /// `--datamover=CHANGE-ME` admits nothing), naming the flag.
@@ -209,7 +249,28 @@ pub fn render(
     namespace: &str,
     image: &str,
     datamovers: &[String],
+    tls_secret: Option<&str>,
 ) -> Result<String, controller_manifests::Error> {
+    if let Some(secret) = tls_secret {
+        let problems = kube_validation::validate_dns1123_subdomain(secret);
+        let problem = if admission != Admission::PodGates {
+            Some(
+                "only the pod-gates workload serves a webhook: add --admission pod-gates"
+                    .to_owned(),
+            )
+        } else if problems.is_empty() {
+            None
+        } else {
+            Some(format!("not a Secret name: {}", problems.join("; ")))
+        };
+        if let Some(problem) = problem {
+            return Err(controller_manifests::Error::InvalidInput {
+                flag: "--webhook-tls-secret",
+                value: secret.to_owned(),
+                problem,
+            });
+        }
+    }
     if let Some(reason) = datamovers
         .iter()
         .find_map(|d| crate::config::refused_datamover(d))
@@ -223,7 +284,15 @@ pub fn render(
     if datamovers.is_empty() {
         // The namespace and image are checked first, so that every
         // problem of the command line is named in turn.
-        manifest_for(mode, admission, namespace, image, &[PLACEHOLDER_DATAMOVER]).to_yaml()?;
+        manifest_for(
+            mode,
+            admission,
+            namespace,
+            image,
+            &[PLACEHOLDER_DATAMOVER],
+            tls_secret,
+        )
+        .to_yaml()?;
         return Err(controller_manifests::Error::InvalidInput {
             flag: "--datamover",
             value: String::new(),
@@ -232,7 +301,7 @@ pub fn render(
     }
     let names: Vec<&str> = datamovers.iter().map(String::as_str).collect();
     to_yaml(
-        &manifest_for(mode, admission, namespace, image, &names),
+        &manifest_for(mode, admission, namespace, image, &names, tls_secret),
         admission,
     )
 }

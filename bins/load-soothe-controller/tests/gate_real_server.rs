@@ -535,6 +535,56 @@ async fn the_binary_under_its_generated_pod_gates_rbac_gates_and_lifts_mover_pod
     if kube_testbed::skip_requested() {
         return;
     }
+    pod_gates_under_generated_rbac(None).await;
+}
+
+/// The same with a cert-manager-style `kubernetes.io/tls` Secret made
+/// beforehand (serving certificate and chain in `tls.crt`, `tls.key`,
+/// `ca.crt`) and manifests rendered with `--webhook-tls-secret`: the
+/// binary serves it, writes its `ca.crt` as the `caBundle`, creates no
+/// Secret, and needs nothing but `get` on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cert_manager_secret_named_at_render_time_serves_the_webhook_under_its_rbac() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    pod_gates_under_generated_rbac(Some("webhook-cert")).await;
+}
+
+/// A `kubernetes.io/tls` Secret `name` as cert-manager writes it, for the
+/// Service `load-soothe-controller` in `namespace`; returns the CA (PEM).
+async fn cert_manager_secret(client: &kube::Client, namespace: &str, name: &str) -> String {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec![format!("load-soothe-controller.{namespace}.svc")])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": format!("{}{}", cert.pem(), ca_cert.pem()),
+            "tls.key": key.serialize_pem(),
+            "ca.crt": ca_cert.pem(),
+        },
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    ca_cert.pem()
+}
+
+/// The body of the two tests above; `given_secret`: an existing Secret
+/// named at render time, else the one the controller makes.
+async fn pod_gates_under_generated_rbac(given_secret: Option<&str>) {
     let audit = tempfile::tempdir().unwrap();
     let (mut args, audit_log) = deploy::audit_args(audit.path()).unwrap();
     args.push("--enable-aggregator-routing=true".to_owned());
@@ -544,14 +594,26 @@ async fn the_binary_under_its_generated_pod_gates_rbac_gates_and_lifts_mover_pod
         .await
         .unwrap_or_else(|e| panic!("the test bed did not start: {e}"));
     bed.install_crd_files(&load_crds(&bed)).await.unwrap();
-    let namespace = bed.namespace("lsc-gates-rbac").await.unwrap();
+    let namespace = bed
+        .namespace(if given_secret.is_some() {
+            "lsc-gates-cm"
+        } else {
+            "lsc-gates-rbac"
+        })
+        .await
+        .unwrap();
     let client = bed.client();
+    let given_ca = match given_secret {
+        Some(name) => Some(cert_manager_secret(&client, &namespace, name).await),
+        None => None,
+    };
     let manifests = load_soothe_controller::manifests::render(
         load_soothe_controller::GateMode::Exact,
         load_soothe_controller::Admission::PodGates,
         &namespace,
         load_soothe_controller::manifests::IMAGE,
         &["acme".to_owned()],
+        given_secret,
     )
     .unwrap();
     let deployed = deploy::deploy_manifests(&bed, &manifests, Some(&namespace))
@@ -660,10 +722,27 @@ async fn the_binary_under_its_generated_pod_gates_rbac_gates_and_lifts_mover_pod
         ),
         (namespace.as_str(), "load-soothe-controller", Some(443))
     );
-    let secret: k8s_openapi::api::core::v1::Secret = Api::namespaced(client.clone(), &namespace)
-        .get("load-soothe-controller-webhook-tls")
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), &namespace);
+    let secret = secrets
+        .get(given_secret.unwrap_or("load-soothe-controller-webhook-tls"))
         .await
         .unwrap();
+    if let Some(ca) = &given_ca {
+        assert_eq!(
+            client_config.ca_bundle.as_ref().map(|b| b.0.as_slice()),
+            Some(ca.as_bytes()),
+            "the caBundle is the given Secret's ca.crt"
+        );
+        assert!(
+            secrets
+                .get_opt("load-soothe-controller-webhook-tls")
+                .await
+                .unwrap()
+                .is_none(),
+            "no Secret is made when one is given"
+        );
+    }
     assert_eq!(
         client_config.ca_bundle.as_ref().map(|b| &b.0),
         secret

@@ -258,3 +258,70 @@ fn pod_gates_secrets_and_configmaps_are_named_except_create() {
         );
     }
 }
+
+/// `manifests --admission pod-gates --webhook-tls-secret NAME` (a
+/// cert-manager Secret): the workload is told the Secret, a Role of its
+/// own grants `get` on it by name, and no Secret may be created.
+#[test]
+fn a_given_tls_secret_is_read_by_name_and_never_created() {
+    use load_soothe_controller::manifests::{IMAGE, render};
+    let yaml = render(
+        GateMode::Exact,
+        Admission::PodGates,
+        "velero",
+        IMAGE,
+        &["acme".to_owned()],
+        Some("webhook-cert"),
+    )
+    .unwrap();
+    let docs: Vec<serde_json::Value> = yaml
+        .split("---\n")
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect();
+    let named = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name} in {yaml}"))
+    };
+    assert_eq!(
+        named("Role", "load-soothe-controller-webhook-tls")["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["webhook-cert"], "verbs": ["get"]}])
+    );
+    assert_eq!(
+        named("RoleBinding", "load-soothe-controller-webhook-tls")["roleRef"]["name"],
+        "load-soothe-controller-webhook-tls"
+    );
+    let main_role = named("Role", "load-soothe-controller");
+    assert!(
+        !main_role.to_string().contains("secrets"),
+        "the main Role grants nothing on Secrets: {main_role}"
+    );
+    let args = &named("Deployment", "load-soothe-controller")["spec"]["template"]["spec"]["containers"]
+        [0]["args"];
+    assert!(
+        args.as_array()
+            .unwrap()
+            .contains(&serde_json::json!("--webhook-tls-secret=webhook-cert")),
+        "{args}"
+    );
+
+    let refused = |admission, secret: &str| {
+        render(
+            GateMode::Exact,
+            admission,
+            "velero",
+            IMAGE,
+            &["acme".to_owned()],
+            Some(secret),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    insta::assert_snapshot!(
+        [
+            refused(Admission::Accept, "webhook-cert"),
+            refused(Admission::PodGates, "Webhook_Cert"),
+        ]
+        .join("\n")
+    );
+}

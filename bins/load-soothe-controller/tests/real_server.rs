@@ -78,6 +78,7 @@ async fn velero_namespace(bed: &Testbed, prefix: &str, mode: GateMode, limit: i6
         &namespace,
         IMAGE,
         &["acme".to_owned()],
+        None,
     )
     .unwrap();
     let deployed = deploy::deploy_manifests(bed, &manifests, Some(&namespace))
