@@ -183,8 +183,21 @@ pub async fn run_all_clusters(
     let (settings, metrics, readiness) =
         telemetry.into_run_settings(config.metrics_addr, config.leader.clone(), config.dry_run);
     let work_shutdown = shutdown.clone();
-    run_controller(management.clone(), settings, shutdown, move || async move {
-        clusters::supervise(management, config, metrics, readiness, work_shutdown).await
+    // Every client of the work writes through the leadership's fence: the
+    // management cluster's (status) and each workload cluster's (Nodes,
+    // Events), built as clusters come and go.
+    let fence = settings.fence.clone();
+    let work_management = fence.guard(management.clone());
+    run_controller(management, settings, shutdown, move || async move {
+        clusters::supervise(
+            work_management,
+            fence,
+            config,
+            metrics,
+            readiness,
+            work_shutdown,
+        )
+        .await
     })
     .await
 }
@@ -206,6 +219,7 @@ mod clusters {
     use super::*;
     use crate::credentials::{self, AuthFailures};
     use crate::status::StatusPlace;
+    use controller_kit::WriteFence;
 
     /// Why a cluster's labelling loop was stopped from outside.
     enum Restart {
@@ -256,6 +270,7 @@ mod clusters {
     /// connection.
     struct ClusterContext {
         management: kube::Client,
+        fence: WriteFence,
         cluster: ObjectName,
         config: Config,
         metrics: Metrics,
@@ -277,23 +292,27 @@ mod clusters {
         async fn open(
             management: &kube::Client,
             cluster: &ObjectName,
+            fence: &WriteFence,
         ) -> Result<Connection, credentials::CredentialError> {
             let kubeconfig = credentials::read_kubeconfig(management, cluster).await?;
-            Connection::from_kubeconfig(cluster, kubeconfig).await
+            Connection::from_kubeconfig(cluster, kubeconfig, fence).await
         }
 
-        /// Builds the client from `kubeconfig`.
+        /// Builds the client from `kubeconfig`, writing through `fence`.
         async fn from_kubeconfig(
             cluster: &ObjectName,
             kubeconfig: Vec<u8>,
+            fence: &WriteFence,
         ) -> Result<Connection, credentials::CredentialError> {
             let failures = AuthFailures::default();
-            let client = credentials::workload_client(
-                &credentials::secret_name(cluster),
-                &kubeconfig,
-                failures.clone(),
-            )
-            .await?;
+            let client = fence.guard(
+                credentials::workload_client(
+                    &credentials::secret_name(cluster),
+                    &kubeconfig,
+                    failures.clone(),
+                )
+                .await?,
+            );
             Ok(Connection {
                 kubeconfig,
                 client,
@@ -310,6 +329,7 @@ mod clusters {
     async fn run_cluster(context: ClusterContext, mut connection: Connection, stop: Shutdown) {
         let ClusterContext {
             management,
+            fence,
             cluster,
             config,
             metrics,
@@ -350,7 +370,7 @@ mod clusters {
                 }
                 return;
             };
-            match Connection::from_kubeconfig(&cluster, bytes).await {
+            match Connection::from_kubeconfig(&cluster, bytes, &fence).await {
                 Ok(next) => connection = next,
                 Err(error) => {
                     tracing::warn!(%cluster, %error, "the new credentials are unusable");
@@ -386,9 +406,11 @@ mod clusters {
     /// supervisor: started once the Cluster's kubeconfig Secret gives a
     /// client, restarted on new credentials ([`run_cluster`]), stopped when
     /// the Cluster goes, started afresh (the Secret read again) when it
-    /// ends.
+    /// ends. `management` and every workload cluster's client write
+    /// through `fence`.
     pub(super) async fn supervise(
         management: kube::Client,
+        fence: WriteFence,
         config: Config,
         metrics: Metrics,
         readiness: controller_kit::server::Readiness,
@@ -400,8 +422,12 @@ mod clusters {
             recheck: ALL_CLUSTERS_RECHECK,
         };
         let start = |member: Member, stop: Shutdown| {
-            let (management, metrics, readiness) =
-                (management.clone(), metrics.clone(), readiness.clone());
+            let (management, fence, metrics, readiness) = (
+                management.clone(),
+                fence.clone(),
+                metrics.clone(),
+                readiness.clone(),
+            );
             let cluster = ObjectName {
                 namespace: member.namespace.clone(),
                 name: member.name.clone(),
@@ -409,11 +435,12 @@ mod clusters {
             let mut cluster_config = config.clone();
             cluster_config.cluster = Some(cluster.clone());
             async move {
-                let connection = Connection::open(&management, &cluster)
+                let connection = Connection::open(&management, &cluster, &fence)
                     .await
                     .map_err(|e| e.to_string())?;
                 let context = ClusterContext {
                     management,
+                    fence,
                     cluster,
                     config: cluster_config,
                     metrics,

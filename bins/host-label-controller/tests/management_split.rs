@@ -299,6 +299,90 @@ mod all_clusters {
         }
     }
 
+    /// The leadership's write fence covers the workload clusters' clients
+    /// too: once it closes (as when the Lease is lost), a Machine that
+    /// moves is not followed by a label write to its workload cluster, nor
+    /// by a status write to the management cluster; reads go on.
+    #[tokio::test]
+    async fn a_closed_write_fence_stops_the_writes_to_every_cluster() {
+        let management = FakeApi::new();
+        management
+            .install_crds(crds::CLUSTER_API_1_12_MACHINE)
+            .unwrap();
+        let features = Features {
+            all_clusters: true,
+            ..Features::default()
+        };
+        management
+            .enforce_rbac(&render_with(OPS_NS, DEFAULT_IMAGE, features).unwrap())
+            .unwrap();
+        let (w1, _s1) = workload(&management, "c1", "esx-01.lab").await;
+        let shutdown = Shutdown::new();
+        let telemetry = Telemetry::default();
+        let fence = telemetry.fence.clone();
+        let metrics = telemetry.metrics.clone();
+        let task = tokio::spawn(host_label_controller::run_all_clusters(
+            management.client_as(OPS_NS, host_label_controller::CONTROLLER_NAME),
+            config(&[CAPV_KEY], HostSource::Machines),
+            shutdown.clone(),
+            telemetry,
+        ));
+        eventually("n1 labelled", Duration::from_secs(10), || {
+            label(&w1, "n1", CAPV_KEY).as_deref() == Some("esx-01.lab")
+        })
+        .await;
+        eventually("the status entry", Duration::from_secs(10), || {
+            management
+                .get::<ConfigMap>(Some(OPS_NS), STATUS_CM)
+                .unwrap()
+                .and_then(|cm| cm.data)
+                .is_some_and(|data| data.contains_key("capi_c1.summary.json"))
+        })
+        .await;
+
+        fence.close();
+        let failed_before = metrics
+            .controller
+            .writes
+            .get_or_create(&controller_kit::metrics::WriteLabels { outcome: "failed" })
+            .get();
+        w1.clear_requests();
+        management.clear_requests();
+        move_machine_in(&management, "c1-md-1", "esx-11.lab");
+        // The loop sees the move and tries to write the new label: the
+        // write fails inside the client, before reaching the cluster.
+        eventually("a refused label write", Duration::from_secs(10), || {
+            metrics
+                .controller
+                .writes
+                .get_or_create(&controller_kit::metrics::WriteLabels { outcome: "failed" })
+                .get()
+                > failed_before
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(label(&w1, "n1", CAPV_KEY).as_deref(), Some("esx-01.lab"));
+        for (what, fake) in [("workload", &w1), ("management", &management)] {
+            let writes: Vec<_> = fake
+                .requests()
+                .into_iter()
+                .filter(|r| r.method != "GET")
+                .map(|r| format!("{} {}", r.method, r.path))
+                .collect();
+            assert!(
+                writes.is_empty(),
+                "{what} cluster written after the fence closed: {writes:?}"
+            );
+        }
+        assert!(
+            w1.requests().iter().any(|r| r.method == "GET"),
+            "the workload cluster is still read"
+        );
+
+        shutdown.trigger(ShutdownReason::Requested);
+        let _ = task.await.unwrap();
+    }
+
     fn move_machine_in(fake: &FakeApi, name: &str, host: &str) {
         fake.modify_value(&machines_id(), Some("capi"), name, |m| {
             m["metadata"]["labels"][CAPV_KEY] = json!(host);

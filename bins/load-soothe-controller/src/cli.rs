@@ -73,6 +73,18 @@ pub struct Cli {
     /// `pod-gates`: the Service in front of the webhook.
     #[arg(long, env = "WEBHOOK_SERVICE", hide_env_values = true, default_value = crate::config::CONTROLLER_NAME, value_name = "NAME")]
     pub webhook_service: String,
+    /// `pod-gates`: an existing TLS Secret to serve the webhook with
+    /// (cert-manager's `kubernetes.io/tls` Secret: PEM `tls.crt`,
+    /// `tls.key`, optional `ca.crt`, written as the `caBundle`), never
+    /// created here; default: `<webhook-service>-webhook-tls`, made by the
+    /// first replica when absent.
+    #[arg(
+        long,
+        env = "WEBHOOK_TLS_SECRET",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
+    pub webhook_tls_secret: Option<String>,
     /// Seconds before held loads are decided again when nothing changes.
     #[arg(
         long,
@@ -101,6 +113,11 @@ pub struct ManifestArgs {
     /// optimistic: a DaemonSet).
     #[arg(long, value_enum, default_value_t = GateMode::Exact)]
     pub mode: GateMode,
+    /// Admission of the generated workload (the controller's own default,
+    /// `accept`; `pod-gates` adds the webhook's Service, container port,
+    /// Secret and ClusterRole permissions).
+    #[arg(long, value_enum, default_value_t = Admission::Accept)]
+    pub admission: Admission,
     /// Velero's namespace (the controller runs there too).
     #[arg(long, default_value = "velero", value_name = "NAMESPACE")]
     pub namespace: String,
@@ -111,6 +128,11 @@ pub struct ManifestArgs {
     /// loads); required. Repeatable.
     #[arg(long = "datamover", value_name = "NAME")]
     pub datamovers: Vec<String>,
+    /// `pod-gates`: serve the webhook with this existing Secret
+    /// (cert-manager's): passes `--webhook-tls-secret` and grants `get` on
+    /// it by name instead of the Secret the controller would make.
+    #[arg(long, value_name = "NAME")]
+    pub webhook_tls_secret: Option<String>,
 }
 
 /// The command line as parsed: [`Cli`]'s command with the leader-election
@@ -179,6 +201,14 @@ impl Cli {
         config.admission = self.admission;
         config.webhook_addr = self.webhook_addr;
         config.webhook_service.clone_from(&self.webhook_service);
+        if let Some(name) = &self.webhook_tls_secret {
+            if name.trim().is_empty() {
+                return Err(Error::Config(
+                    "--webhook-tls-secret needs a Secret name (leave the flag out to have the controller make its own Secret)".into(),
+                ));
+            }
+            config.webhook_tls_secret = Some(name.clone());
+        }
         Ok(config)
     }
 }
@@ -226,6 +256,56 @@ mod tests {
             try_parse_from(["load-soothe-controller", "--datamover=a", "--leader-elect"]).unwrap();
         let err = cli.to_config(None, "h").unwrap_err();
         insta::assert_snapshot!(err.to_string(), @"invalid configuration: --leader-elect is not supported: every replica admits loads (use --mode exact for several replicas)");
+    }
+
+    #[test]
+    fn manifests_default_to_the_controllers_own_admission_and_webhook_names() {
+        let run = try_parse_from(["load-soothe-controller", "--datamover=acme"]).unwrap();
+        let Some(Command::Manifests(m)) = try_parse_from(["load-soothe-controller", "manifests"])
+            .unwrap()
+            .command
+        else {
+            panic!("manifests did not parse");
+        };
+        assert_eq!(m.admission, run.admission);
+        assert_eq!(run.webhook_addr.port(), crate::config::DEFAULT_WEBHOOK_PORT);
+        assert_eq!(run.webhook_service, crate::config::CONTROLLER_NAME);
+        assert_eq!(
+            crate::config::webhook_tls_secret_name(&run.webhook_service),
+            crate::config::DEFAULT_WEBHOOK_TLS_SECRET
+        );
+    }
+
+    #[test]
+    fn webhook_tls_secret_names_an_existing_secret_else_the_default_is_made() {
+        let given = try_parse_from([
+            "load-soothe-controller",
+            "--datamover=acme",
+            "--webhook-tls-secret=webhook-cert",
+        ])
+        .unwrap()
+        .to_config(None, "h")
+        .unwrap();
+        assert_eq!(given.webhook_tls_secret.as_deref(), Some("webhook-cert"));
+        assert_eq!(given.webhook_tls_secret(), "webhook-cert");
+        let default = try_parse_from(["load-soothe-controller", "--datamover=acme"])
+            .unwrap()
+            .to_config(None, "h")
+            .unwrap();
+        assert_eq!(default.webhook_tls_secret, None);
+        assert_eq!(
+            default.webhook_tls_secret(),
+            "load-soothe-controller-webhook-tls"
+        );
+        let empty = try_parse_from([
+            "load-soothe-controller",
+            "--datamover=acme",
+            "--webhook-tls-secret= ",
+        ])
+        .unwrap()
+        .to_config(None, "h")
+        .unwrap_err();
+        insta::assert_snapshot!(empty.to_string(), @"invalid configuration: --webhook-tls-secret needs a Secret name (leave the flag out to have the controller make its own Secret)");
     }
 
     #[test]

@@ -25,6 +25,16 @@ pub enum GateMode {
     Exact,
 }
 
+impl Admission {
+    /// The flag value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Admission::Accept => "accept",
+            Admission::PodGates => "pod-gates",
+        }
+    }
+}
+
 impl GateMode {
     /// The `load-soothe` mode.
     pub fn mode(self) -> Mode {
@@ -96,6 +106,9 @@ pub struct Config {
     /// TLS Secret `<service>-webhook-tls` and the
     /// MutatingWebhookConfiguration `<service>-<namespace>`).
     pub webhook_service: String,
+    /// `pod-gates`: an existing TLS Secret to use (`--webhook-tls-secret`);
+    /// `None`: `<service>-webhook-tls`, made when absent.
+    pub webhook_tls_secret: Option<String>,
 }
 
 impl Config {
@@ -113,8 +126,9 @@ impl Config {
             confirm_interval: Duration::from_secs(60),
             metrics_addr: None,
             admission: Admission::Accept,
-            webhook_addr: SocketAddr::from(([0, 0, 0, 0], 9443)),
+            webhook_addr: SocketAddr::from(([0, 0, 0, 0], DEFAULT_WEBHOOK_PORT)),
             webhook_service: CONTROLLER_NAME.to_owned(),
+            webhook_tls_secret: None,
         }
     }
 
@@ -123,6 +137,42 @@ impl Config {
     pub fn gate_scope(&self) -> GateScope<'_> {
         GateScope::DataMovers(&self.datamovers)
     }
+
+    /// `pod-gates`: the webhook's TLS Secret, given or the default.
+    pub fn webhook_tls_secret(&self) -> String {
+        self.webhook_tls_secret
+            .clone()
+            .unwrap_or_else(|| webhook_tls_secret_name(&self.webhook_service))
+    }
+
+    /// `pod-gates`: the MutatingWebhookConfiguration's name.
+    pub fn webhook_configuration(&self) -> String {
+        webhook_configuration_name(&self.webhook_service, &self.namespace)
+    }
+}
+
+/// The webhook's default port (`--webhook-addr`), the container port of
+/// the generated `pod-gates` workload.
+pub const DEFAULT_WEBHOOK_PORT: u16 = 9443;
+
+/// The port of the Service in front of the webhook, which the webhook
+/// configuration names.
+pub const WEBHOOK_SERVICE_PORT: u16 = 443;
+
+/// The TLS Secret of the webhook behind the Service `service`.
+pub fn webhook_tls_secret_name(service: &str) -> String {
+    format!("{service}-webhook-tls")
+}
+
+/// The TLS Secret's name for the default `--webhook-service` (the
+/// generated Role grants it by name).
+pub const DEFAULT_WEBHOOK_TLS_SECRET: &str = "load-soothe-controller-webhook-tls";
+
+/// The MutatingWebhookConfiguration of the webhook behind the Service
+/// `service` in Velero's namespace `namespace` (cluster-scoped: one per
+/// Velero namespace).
+pub fn webhook_configuration_name(service: &str, namespace: &str) -> String {
+    format!("{service}-{namespace}")
 }
 
 /// Default name of the node-agent ConfigMap (the name Velero's docs use).

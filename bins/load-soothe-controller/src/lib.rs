@@ -36,6 +36,7 @@ pub mod loads;
 pub mod manifests;
 pub mod metrics;
 pub mod pass;
+pub mod tls_secret;
 pub mod webhook;
 pub mod writes;
 
@@ -128,24 +129,23 @@ async fn run_pod_gates(
         format!("{service}.{}.svc", config.namespace),
         format!("{service}.{}.svc.cluster.local", config.namespace),
     ];
-    let tls = webhook::WebhookTls::shared(
-        &client,
-        &config.namespace,
-        &format!("{service}-webhook-tls"),
-        &names,
-    )
-    .await?;
+    let secret = config.webhook_tls_secret();
+    let tls = if config.webhook_tls_secret.is_some() {
+        webhook::WebhookTls::existing(&client, &config.namespace, &secret).await?
+    } else {
+        webhook::WebhookTls::shared(&client, &config.namespace, &secret, &names).await?
+    };
     let server = webhook::WebhookServer::bind(config.webhook_addr, &tls).await?;
     if !config.dry_run {
         let configuration = webhook::configuration(
-            &format!("{service}-{}", config.namespace),
+            &config.webhook_configuration(),
             &config.namespace,
             &webhook::WebhookEndpoint::Service {
                 namespace: config.namespace.clone(),
                 name: service.clone(),
-                port: 443,
+                port: i32::from(config::WEBHOOK_SERVICE_PORT),
             },
-            &tls.ca_pem,
+            tls.ca_pem(),
         );
         webhook::apply_configuration(&client, &configuration, CONTROLLER_NAME).await?;
     }

@@ -15,9 +15,11 @@ async fn real_main(cli: Cli) -> Result<i32, Exit> {
     if let Some(Command::Manifests(m)) = &cli.command {
         let yaml = load_soothe_controller::manifests::render(
             m.mode,
+            m.admission,
             &m.namespace,
             &m.image,
             &m.datamovers,
+            m.webhook_tls_secret.as_deref(),
         )?;
         process::write_stdout(&yaml).map_err(Exit::failure)?;
         return Ok(0);

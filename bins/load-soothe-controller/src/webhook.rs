@@ -4,13 +4,16 @@
 //! ([`crate::gates`]).
 //!
 //! - [`mutate`]: the AdmissionReview answer for one request (pure).
-//! - [`WebhookTls::self_signed`]: a CA and a serving certificate made at
-//!   start-up; the CA goes into the webhook configuration's `caBundle`.
+//! - [`WebhookTls`]: the serving certificate, from the shared TLS Secret
+//!   (made by the first replica with [`WebhookTls::shared`], or an existing
+//!   one such as cert-manager's with [`WebhookTls::existing`]); its CA goes
+//!   into the webhook configuration's `caBundle`.
 //! - [`WebhookServer`]: HTTPS on `POST /mutate`.
 //! - [`configuration`]: the MutatingWebhookConfiguration, with a failure
 //!   policy that never blocks pod creation (`Ignore`), a namespace selector
 //!   narrowed to Velero's namespace, and a short timeout.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,14 +21,19 @@ use std::time::Duration;
 use axum::Json;
 use axum::routing::post;
 use base64::Engine;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Secret;
 use load_soothe::PREPARE_QUEUE_GATE;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::server::TlsStream;
 
 use controller_kit::Shutdown;
+
+use crate::tls_secret::{self, SecretProblem, TlsMaterial};
 
 /// The labels Velero's exposers put on a data-mover pod, one per load kind,
 /// whose value is the load's name (L3.15).
@@ -63,15 +71,37 @@ pub enum WebhookError {
         /// The client's error.
         source: kube::Error,
     },
-    /// The TLS Secret holds something else.
-    #[error("the Secret {namespace}/{name} lacks {key}; delete it to have a new one made")]
-    SecretKey {
+    /// The TLS Secret's data is not a usable certificate and key.
+    #[error("the webhook's TLS Secret {namespace}/{name}: {problem}; {advice}")]
+    Secret {
         /// The Secret's namespace.
         namespace: String,
         /// The Secret's name.
         name: String,
-        /// The missing key.
-        key: &'static str,
+        /// Which key is wrong, and how.
+        problem: SecretProblem,
+        /// What to do about it.
+        advice: &'static str,
+    },
+    /// The TLS Secret does not exist (and is not to be made here).
+    #[error("the webhook's TLS Secret {namespace}/{name} does not exist: {why}")]
+    SecretMissing {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// Why it is not made.
+        why: &'static str,
+    },
+    /// Writing the MutatingWebhookConfiguration was refused (403).
+    #[error(
+        "cannot write the MutatingWebhookConfiguration {name}: {message}. The generated manifests (`load-soothe-controller manifests --admission pod-gates`) create it and grant `patch` on it by name; apply them, and if --webhook-service or the namespace differ from theirs, rename the configuration and the ClusterRole's resourceNames to <service>-<namespace>"
+    )]
+    ConfigurationForbidden {
+        /// The configuration's name.
+        name: String,
+        /// kube-apiserver's message.
+        message: String,
     },
     /// The listening socket.
     #[error("cannot listen on {addr} for the webhook: {source}")]
@@ -139,10 +169,7 @@ pub fn mutate(review: &Value) -> Value {
 /// The webhook's serving certificate and the CA that signed it.
 #[derive(Clone)]
 pub struct WebhookTls {
-    /// The CA certificate (PEM), for the configuration's `caBundle`.
-    pub ca_pem: String,
-    cert_der: Vec<u8>,
-    key_der: Vec<u8>,
+    material: TlsMaterial,
 }
 
 impl std::fmt::Debug for WebhookTls {
@@ -154,9 +181,156 @@ impl std::fmt::Debug for WebhookTls {
 impl WebhookTls {
     /// A new CA and a serving certificate for `names` (DNS names or IP
     /// addresses: the Service's `name.namespace.svc`, or `127.0.0.1`).
-    /// Nothing is stored: a restarted controller makes new ones and writes
-    /// the new CA into the configuration.
+    /// Nothing is stored: [`WebhookTls::shared`] stores it.
     pub fn self_signed(names: &[String]) -> Result<WebhookTls, WebhookError> {
+        let made = SelfSigned::make(names)?;
+        Ok(WebhookTls {
+            material: TlsMaterial {
+                ca_pem: Some(made.ca_pem),
+                chain: vec![CertificateDer::from(made.cert_der)],
+                key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.key_der)),
+            },
+        })
+    }
+
+    /// The certificate of a Secret's data in either form
+    /// ([`crate::tls_secret`]).
+    pub fn from_secret_data(
+        data: &BTreeMap<String, ByteString>,
+    ) -> Result<WebhookTls, SecretProblem> {
+        Ok(WebhookTls {
+            material: tls_secret::read(data)?,
+        })
+    }
+
+    /// The CA certificate (PEM) for the configuration's `caBundle`;
+    /// `None` leaves `caBundle` unset (a `kubernetes.io/tls` Secret without
+    /// `ca.crt`).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.material.ca_pem.as_deref()
+    }
+
+    /// The CA and serving certificate every replica shares, kept in the
+    /// Secret `name` in `namespace` (the controller's own form, see
+    /// [`crate::tls_secret`]): read if it exists (either form), else made
+    /// for `names` and created (a replica that loses the creation race
+    /// reads the winner's).
+    pub async fn shared(
+        client: &kube::Client,
+        namespace: &str,
+        name: &str,
+        names: &[String],
+    ) -> Result<WebhookTls, WebhookError> {
+        let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+        for _ in 0..2 {
+            if let Some(secret) = read_secret(&secrets, namespace, name).await? {
+                return from_secret(&secret, namespace, name, Provenance::Made);
+            }
+            let made = SelfSigned::make(names)?;
+            let mut secret = Secret::default();
+            secret.metadata.name = Some(name.to_owned());
+            secret.data = Some(made.secret_data());
+            match secrets
+                .create(&kube::api::PostParams::default(), &secret)
+                .await
+            {
+                Ok(created) => return from_secret(&created, namespace, name, Provenance::Made),
+                Err(kube::Error::Api(status)) if status.code == 409 => continue,
+                Err(source) => {
+                    return Err(WebhookError::Api {
+                        what: format!("cannot create the webhook's TLS Secret {namespace}/{name}"),
+                        source,
+                    });
+                }
+            }
+        }
+        Err(WebhookError::SecretMissing {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            why: "it was created and deleted again while this replica started",
+        })
+    }
+
+    /// The certificate of the existing Secret `name` in `namespace`
+    /// (`--webhook-tls-secret`: cert-manager's, say), never created here.
+    pub async fn existing(
+        client: &kube::Client,
+        namespace: &str,
+        name: &str,
+    ) -> Result<WebhookTls, WebhookError> {
+        let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+        match read_secret(&secrets, namespace, name).await? {
+            Some(secret) => from_secret(&secret, namespace, name, Provenance::Given),
+            None => Err(WebhookError::SecretMissing {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                why: "--webhook-tls-secret names it, and the controller does not create a Secret it is given (create it, or let cert-manager issue it, first)",
+            }),
+        }
+    }
+
+    fn acceptor(&self) -> Result<TlsAcceptor, WebhookError> {
+        use tokio_rustls::rustls::ServerConfig;
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(self.material.chain.clone(), self.material.key.clone_key())?;
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+/// Where the Secret came from, for the advice in its errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Provenance {
+    /// Made by a replica of this controller.
+    Made,
+    /// Named by `--webhook-tls-secret`.
+    Given,
+}
+
+async fn read_secret(
+    secrets: &kube::Api<Secret>,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Secret>, WebhookError> {
+    secrets
+        .get_opt(name)
+        .await
+        .map_err(|source| WebhookError::Api {
+            what: format!("cannot read the webhook's TLS Secret {namespace}/{name}"),
+            source,
+        })
+}
+
+fn from_secret(
+    secret: &Secret,
+    namespace: &str,
+    name: &str,
+    provenance: Provenance,
+) -> Result<WebhookTls, WebhookError> {
+    let data = secret.data.clone().unwrap_or_default();
+    WebhookTls::from_secret_data(&data).map_err(|problem| WebhookError::Secret {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        problem,
+        advice: match provenance {
+            Provenance::Made => "delete it to have a new one made",
+            Provenance::Given => "fix the Secret (or its cert-manager Certificate)",
+        },
+    })
+}
+
+/// A CA and a serving certificate made by [`SelfSigned::make`].
+struct SelfSigned {
+    ca_pem: String,
+    cert_der: Vec<u8>,
+    key_der: Vec<u8>,
+}
+
+impl SelfSigned {
+    /// A new CA (rcgen, ECDSA P-256) and a serving certificate for `names`.
+    fn make(names: &[String]) -> Result<SelfSigned, WebhookError> {
         use rcgen::{
             BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
             KeyPair, KeyUsagePurpose,
@@ -183,90 +357,30 @@ impl WebhookTls {
         let cert = params
             .signed_by(&key, &issuer)
             .map_err(fail("serving certificate"))?;
-        Ok(WebhookTls {
+        Ok(SelfSigned {
             ca_pem: ca_cert.pem(),
             cert_der: cert.der().to_vec(),
             key_der: key.serialize_der(),
         })
     }
 
-    /// The CA and serving certificate every replica shares, kept in the
-    /// Secret `name` in `namespace` (keys `ca.crt`, `tls.crt.der`,
-    /// `tls.key.der`): read if it exists, else made for `names` and created
-    /// (a replica that loses the creation race reads the winner's).
-    pub async fn shared(
-        client: &kube::Client,
-        namespace: &str,
-        name: &str,
-        names: &[String],
-    ) -> Result<WebhookTls, WebhookError> {
-        use k8s_openapi::ByteString;
-        use k8s_openapi::api::core::v1::Secret;
-        let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
-        let api = |what: &str| {
-            let what = format!("{what} the webhook's TLS Secret {namespace}/{name}");
-            move |source| WebhookError::Api { what, source }
-        };
-        for _ in 0..2 {
-            if let Some(secret) = secrets.get_opt(name).await.map_err(api("cannot read"))? {
-                let data = secret.data.unwrap_or_default();
-                let key = |key: &'static str| {
-                    data.get(key)
-                        .map(|b| b.0.clone())
-                        .ok_or(WebhookError::SecretKey {
-                            namespace: namespace.to_owned(),
-                            name: name.to_owned(),
-                            key,
-                        })
-                };
-                return Ok(WebhookTls {
-                    ca_pem: String::from_utf8_lossy(&key("ca.crt")?).into_owned(),
-                    cert_der: key("tls.crt.der")?,
-                    key_der: key("tls.key.der")?,
-                });
-            }
-            let made = WebhookTls::self_signed(names)?;
-            let mut secret = Secret::default();
-            secret.metadata.name = Some(name.to_owned());
-            secret.data = Some(
-                [
-                    (
-                        "ca.crt".to_owned(),
-                        ByteString(made.ca_pem.clone().into_bytes()),
-                    ),
-                    ("tls.crt.der".to_owned(), ByteString(made.cert_der.clone())),
-                    ("tls.key.der".to_owned(), ByteString(made.key_der.clone())),
-                ]
-                .into(),
-            );
-            match secrets
-                .create(&kube::api::PostParams::default(), &secret)
-                .await
-            {
-                Ok(_) => return Ok(made),
-                Err(kube::Error::Api(status)) if status.code == 409 => continue,
-                Err(source) => return Err(api("cannot create")(source)),
-            }
-        }
-        Err(WebhookError::SecretKey {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            key: "ca.crt",
-        })
-    }
-
-    fn acceptor(&self) -> Result<TlsAcceptor, WebhookError> {
-        use tokio_rustls::rustls::ServerConfig;
-        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-        let config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from(self.cert_der.clone())],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone())),
-            )?;
-        Ok(TlsAcceptor::from(Arc::new(config)))
+    /// The Secret's data in the controller's own form.
+    fn secret_data(&self) -> BTreeMap<String, ByteString> {
+        [
+            (
+                tls_secret::CA_CRT.to_owned(),
+                ByteString(self.ca_pem.clone().into_bytes()),
+            ),
+            (
+                tls_secret::TLS_CRT_DER.to_owned(),
+                ByteString(self.cert_der.clone()),
+            ),
+            (
+                tls_secret::TLS_KEY_DER.to_owned(),
+                ByteString(self.key_der.clone()),
+            ),
+        ]
+        .into()
     }
 }
 
@@ -342,7 +456,11 @@ impl WebhookServer {
 }
 
 /// Writes `configuration` with server-side apply (field manager
-/// `field_manager`, forced: the CA is this controller's to set).
+/// `field_manager`, forced: the CA is this controller's to set). The
+/// generated manifests create the configuration and grant only `patch` on
+/// it by name: an apply that finds no object would create it, which
+/// kube-apiserver authorizes as `create` (refused:
+/// [`WebhookError::ConfigurationForbidden`]).
 pub async fn apply_configuration(
     client: &kube::Client,
     configuration: &MutatingWebhookConfiguration,
@@ -357,9 +475,15 @@ pub async fn apply_configuration(
         &kube::api::Patch::Apply(configuration),
     )
     .await
-    .map_err(|source| WebhookError::Api {
-        what: format!("cannot write the MutatingWebhookConfiguration {name}"),
-        source,
+    .map_err(|source| match source {
+        kube::Error::Api(status) if status.code == 403 => WebhookError::ConfigurationForbidden {
+            name: name.clone(),
+            message: status.message,
+        },
+        source => WebhookError::Api {
+            what: format!("cannot write the MutatingWebhookConfiguration {name}"),
+            source,
+        },
     })?;
     Ok(())
 }
@@ -382,17 +506,21 @@ pub enum WebhookEndpoint {
 
 /// The MutatingWebhookConfiguration `name`: mover pods created in
 /// `velero_namespace` go through the webhook at `endpoint`, trusted with
-/// `ca_pem`. `failurePolicy: Ignore` and a 5 s timeout: when the webhook
+/// `ca_pem` (`None`: no `caBundle`, so kube-apiserver trusts its system
+/// roots, or what another writer such as cert-manager's CA injector puts
+/// there). `failurePolicy: Ignore` and a 5 s timeout: when the webhook
 /// is down, pods are created without the gate (and count against the limit
 /// as soon as their load is in preparation) instead of not at all.
 pub fn configuration(
     name: &str,
     velero_namespace: &str,
     endpoint: &WebhookEndpoint,
-    ca_pem: &str,
+    ca_pem: Option<&str>,
 ) -> MutatingWebhookConfiguration {
-    let mut client_config =
-        json!({ "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem) });
+    let mut client_config = json!({});
+    if let Some(ca_pem) = ca_pem {
+        client_config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca_pem));
+    }
     match endpoint {
         WebhookEndpoint::Service {
             namespace,
@@ -516,6 +644,73 @@ mod tests {
         assert_eq!(gate_patch(&pinned), None);
     }
 
+    /// A `kubernetes.io/tls` Secret as cert-manager writes it (serving
+    /// certificate and chain in `tls.crt`, `ca.crt`) serves the webhook:
+    /// a client trusting only `ca.crt` completes the handshake and gets
+    /// the AdmissionReview answer.
+    #[tokio::test]
+    async fn a_cert_manager_secret_serves_the_webhook() {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let data: BTreeMap<String, ByteString> = [
+            ("tls.crt", format!("{}{}", cert.pem(), ca_cert.pem())),
+            ("tls.key", key.serialize_pem()),
+            ("ca.crt", ca_cert.pem()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), ByteString(v.into_bytes())))
+        .collect();
+        let tls = WebhookTls::from_secret_data(&data).unwrap();
+        assert_eq!(tls.ca_pem(), Some(ca_cert.pem().as_str()));
+        let server = WebhookServer::bind("127.0.0.1:0".parse().unwrap(), &tls)
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let shutdown = Shutdown::new();
+        tokio::spawn(server.run(shutdown.clone()));
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(ca_cert.pem().as_bytes()).unwrap())
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut stream = connector.connect(name, tcp).await.unwrap();
+        let body =
+            review(json!({"metadata": {"labels": {"velero.io/data-upload": "du-1"}}, "spec": {}}))
+                .to_string();
+        let request = format!(
+            "POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap_or_default();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("\"patchType\":\"JSONPatch\""), "{answer}");
+        shutdown.trigger(controller_kit::ShutdownReason::Requested);
+    }
+
     #[test]
     fn the_configuration_never_blocks_pod_creation() {
         let configuration = configuration(
@@ -526,7 +721,7 @@ mod tests {
                 name: "load-soothe-controller".into(),
                 port: 443,
             },
-            "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+            Some("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"),
         );
         insta::assert_yaml_snapshot!(configuration);
     }

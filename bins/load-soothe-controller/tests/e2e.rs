@@ -70,7 +70,7 @@ struct Replica {
 /// RBAC rules of its generated manifests for the mode; a request they deny
 /// fails the test when the replica stops.
 fn start(api: &FakeApi, config: Config) -> Replica {
-    let manifests = load_soothe_controller::manifests::manifest(config.mode)
+    let manifests = load_soothe_controller::manifests::manifest(config.mode, config.admission)
         .to_yaml()
         .unwrap();
     api.enforce_rbac(&manifests).unwrap();

@@ -11,6 +11,12 @@
 //! `Completed` (dropping `velero.io/expose-on-going`, deleting the pod)
 //! 300 ms later. A load still `Accepted` after Velero's prepare timeout
 //! (here 30 s) is cancelled, as Velero's `onPrepareTimeout` does.
+//!
+//! One test runs the built binary instead, as the generated `pod-gates`
+//! manifests deploy it: their RBAC and Service applied, the binary under
+//! the ServiceAccount's token, and kube-apiserver reaching the webhook
+//! through the generated Service, as in a cluster (see
+//! [`the_binary_under_its_generated_pod_gates_rbac_gates_and_lifts_mover_pods`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,6 +31,7 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube_testbed::Testbed;
+use kube_testbed::deploy;
 use load_soothe::{Limit, PREPARE_QUEUE_GATE};
 use load_soothe_controller::gates::{self, GateKeeping, GateLoopConfig, LimitSource};
 use load_soothe_controller::webhook::{self, WebhookEndpoint, WebhookServer, WebhookTls};
@@ -203,6 +210,32 @@ async fn running_preparations(uploads: &Api<DynamicObject>, pods: &Api<Pod>) -> 
         .count()
 }
 
+/// Creates data-mover-labelled probe pods until one comes back gated
+/// (kube-apiserver calls a new webhook once its informer saw it), then
+/// deletes it.
+async fn until_the_webhook_gates(pods: &Api<Pod>, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let probe: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "probe", "labels": {"velero.io/data-upload": "probe"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }))
+        .unwrap();
+        let created = pods.create(&PostParams::default(), &probe).await.unwrap();
+        pods.delete("probe", &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        while pods.get_opt("probe").await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if gated(&created) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the webhook never gated a pod");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
     let bed = Testbed::builder()
         .start()
@@ -225,7 +258,7 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
         &format!("load-soothe-{namespace}"),
         &namespace,
         &WebhookEndpoint::Url(url),
-        &tls.ca_pem,
+        tls.ca_pem(),
     );
     configurations
         .create(&PostParams::default(), &configuration)
@@ -233,30 +266,7 @@ async fn scenario(keeping: &[GateKeeping], loads: usize, limit: u64) {
         .unwrap();
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    // kube-apiserver calls a new webhook once its informer saw it: probe.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let probe: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "probe", "labels": {"velero.io/data-upload": "probe"}},
-            "spec": {"containers": [{"name": "c", "image": "x"}]},
-        }))
-        .unwrap();
-        let created = pods.create(&PostParams::default(), &probe).await.unwrap();
-        pods.delete("probe", &DeleteParams::default().grace_period(0))
-            .await
-            .unwrap();
-        if gated(&created) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the webhook never gated a pod");
-        while pods.get_opt("probe").await.unwrap().is_some() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    while pods.get_opt("probe").await.unwrap().is_some() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_the_webhook_gates(&pods, Duration::from_secs(20)).await;
     // A pod that is not a mover's is left alone.
     let other: Pod = serde_json::from_value(json!({
         "metadata": {"name": "node-agent-x"},
@@ -488,4 +498,366 @@ async fn a_velero_style_mover_cancels_every_load_accepted_on_its_behalf() {
             assert_eq!(phase(du), "Completed", "{name}, accepted by the mover");
         }
     }
+}
+
+/// This machine's address on its default route (not loopback: an
+/// EndpointSlice may not point at loopback).
+fn host_address() -> std::net::IpAddr {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // No packet is sent: connecting a UDP socket only picks the route.
+    socket
+        .connect("192.0.2.1:9")
+        .or_else(|_| socket.connect("10.255.255.255:9"))
+        .expect("a route to a non-loopback address (the webhook needs one to be reached through its Service)");
+    let address = socket.local_addr().unwrap().ip();
+    assert!(!address.is_loopback(), "{address}");
+    address
+}
+
+/// The `pod-gates` workload as its generated manifests deploy it: the
+/// ServiceAccount, Role, the webhook's ClusterRole, the Service
+/// `load-soothe-controller` and the MutatingWebhookConfiguration applied
+/// with kubectl, the binary run with the
+/// Deployment's arguments under the ServiceAccount's token. kube-apiserver
+/// reaches the webhook through that Service as in a cluster: with
+/// `--enable-aggregator-routing` it resolves a Service to its
+/// EndpointSlice, which the test writes (the bed has no pods to select)
+/// with this machine's address and the webhook's port. So the
+/// configuration the binary writes (Service reference, `caBundle` of the
+/// CA in the Secret it made, name `load-soothe-controller-<namespace>`) is
+/// the one that gates the mover pods. The audit log shows no request
+/// refused, and every generated permission used.
+///
+/// A second replica started afterwards reads the Secret the first made and
+/// applies the existing configuration again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_under_its_generated_pod_gates_rbac_gates_and_lifts_mover_pods() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    pod_gates_under_generated_rbac(None).await;
+}
+
+/// The same with a cert-manager-style `kubernetes.io/tls` Secret made
+/// beforehand (serving certificate and chain in `tls.crt`, `tls.key`,
+/// `ca.crt`) and manifests rendered with `--webhook-tls-secret`: the
+/// binary serves it, writes its `ca.crt` as the `caBundle`, creates no
+/// Secret, and needs nothing but `get` on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cert_manager_secret_named_at_render_time_serves_the_webhook_under_its_rbac() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    pod_gates_under_generated_rbac(Some("webhook-cert")).await;
+}
+
+/// A `kubernetes.io/tls` Secret `name` as cert-manager writes it, for the
+/// Service `load-soothe-controller` in `namespace`; returns the CA (PEM).
+async fn cert_manager_secret(client: &kube::Client, namespace: &str, name: &str) -> String {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec![format!("load-soothe-controller.{namespace}.svc")])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": format!("{}{}", cert.pem(), ca_cert.pem()),
+            "tls.key": key.serialize_pem(),
+            "ca.crt": ca_cert.pem(),
+        },
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    ca_cert.pem()
+}
+
+/// The body of the two tests above; `given_secret`: an existing Secret
+/// named at render time, else the one the controller makes.
+async fn pod_gates_under_generated_rbac(given_secret: Option<&str>) {
+    let audit = tempfile::tempdir().unwrap();
+    let (mut args, audit_log) = deploy::audit_args(audit.path()).unwrap();
+    args.push("--enable-aggregator-routing=true".to_owned());
+    let bed = Testbed::builder()
+        .apiserver_args(args)
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("the test bed did not start: {e}"));
+    bed.install_crd_files(&load_crds(&bed)).await.unwrap();
+    let namespace = bed
+        .namespace(if given_secret.is_some() {
+            "lsc-gates-cm"
+        } else {
+            "lsc-gates-rbac"
+        })
+        .await
+        .unwrap();
+    let client = bed.client();
+    let given_ca = match given_secret {
+        Some(name) => Some(cert_manager_secret(&client, &namespace, name).await),
+        None => None,
+    };
+    let manifests = load_soothe_controller::manifests::render(
+        load_soothe_controller::GateMode::Exact,
+        load_soothe_controller::Admission::PodGates,
+        &namespace,
+        load_soothe_controller::manifests::IMAGE,
+        &["acme".to_owned()],
+        given_secret,
+    )
+    .unwrap();
+    let deployed = deploy::deploy_manifests(&bed, &manifests, Some(&namespace))
+        .await
+        .unwrap();
+    assert!(
+        deployed
+            .applied
+            .contains(&format!("Service/{namespace}/load-soothe-controller")),
+        "{:?}",
+        deployed.applied
+    );
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &namespace);
+    let node_agent: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "node-agent-config"},
+        "data": {"node-agent-config.json":
+            json!({"loadConcurrency": {"prepareQueueLength": 2}}).to_string()},
+    }))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &node_agent)
+        .await
+        .unwrap();
+
+    // The Service's endpoint: the webhook on this machine's address.
+    let address = host_address();
+    let port = deploy::free_port().unwrap();
+    let slices: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &namespace,
+        &ApiResource {
+            group: "discovery.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "discovery.k8s.io/v1".into(),
+            kind: "EndpointSlice".into(),
+            plural: "endpointslices".into(),
+        },
+    );
+    let slice: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {
+            "name": "load-soothe-controller-webhook",
+            "labels": {"kubernetes.io/service-name": "load-soothe-controller"},
+        },
+        "addressType": if address.is_ipv4() { "IPv4" } else { "IPv6" },
+        "endpoints": [{"addresses": [address.to_string()], "conditions": {"ready": true}}],
+        "ports": [{"name": "webhook", "port": port, "protocol": "TCP"}],
+    }))
+    .unwrap();
+    slices.create(&PostParams::default(), &slice).await.unwrap();
+
+    let replica = |index: usize, webhook_port: u16| {
+        let deployed = deployed.clone();
+        let bed = &bed;
+        async move {
+            let name = format!("load-soothe-controller-6c9d8b7f5-p{index}");
+            deployed
+                .launch(
+                    bed,
+                    std::path::Path::new(env!("CARGO_BIN_EXE_load-soothe-controller")),
+                    &deploy::Pod {
+                        name: &name,
+                        node: "node-0",
+                    },
+                )
+                .await
+                .unwrap()
+                .arg("--webhook-addr", &format!("{address}:{webhook_port}"))
+                .spawn()
+                .unwrap()
+        }
+    };
+    let controller = replica(0, port).await;
+    let configurations: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let configuration_name = format!("load-soothe-controller-{namespace}");
+    // The manifests created the configuration without a caBundle; the
+    // controller sets it.
+    controller
+        .until(
+            "the webhook configuration's caBundle",
+            Duration::from_secs(30),
+            || async {
+                let found = configurations.get_opt(&configuration_name).await;
+                let has_ca = found
+                    .as_ref()
+                    .ok()
+                    .and_then(Option::as_ref)
+                    .is_some_and(|c| {
+                        c.webhooks
+                            .as_ref()
+                            .is_some_and(|w| w[0].client_config.ca_bundle.is_some())
+                    });
+                deploy::seen(has_ca, found.map(|c| c.is_some()))
+            },
+        )
+        .await;
+    let configuration = configurations.get(&configuration_name).await.unwrap();
+    let client_config = &configuration.webhooks.as_ref().unwrap()[0].client_config;
+    let service = client_config.service.as_ref().unwrap();
+    assert_eq!(
+        (
+            service.namespace.as_str(),
+            service.name.as_str(),
+            service.port
+        ),
+        (namespace.as_str(), "load-soothe-controller", Some(443))
+    );
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), &namespace);
+    let secret = secrets
+        .get(given_secret.unwrap_or("load-soothe-controller-webhook-tls"))
+        .await
+        .unwrap();
+    if let Some(ca) = &given_ca {
+        assert_eq!(
+            client_config.ca_bundle.as_ref().map(|b| b.0.as_slice()),
+            Some(ca.as_bytes()),
+            "the caBundle is the given Secret's ca.crt"
+        );
+        assert!(
+            secrets
+                .get_opt("load-soothe-controller-webhook-tls")
+                .await
+                .unwrap()
+                .is_none(),
+            "no Secret is made when one is given"
+        );
+    }
+    assert_eq!(
+        client_config.ca_bundle.as_ref().map(|b| &b.0),
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .map(|b| &b.0),
+        "the caBundle is the CA of the Secret"
+    );
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    until_the_webhook_gates(&pods, Duration::from_secs(30)).await;
+
+    let uploads: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &namespace, &uploads_resource());
+    for i in 0..6 {
+        let du: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+            "metadata": {"name": format!("du-{i:02}")},
+            "spec": {"snapshotType": "CSI", "sourcePVC": "pvc", "sourceNamespace": "app",
+                     "backupStorageLocation": "default", "operationTimeout": "10m0s",
+                     "datamover": "acme",
+                     "csiSnapshot": {"volumeSnapshot": "snap", "storageClass": "standard"}},
+        }))
+        .unwrap();
+        uploads.create(&PostParams::default(), &du).await.unwrap();
+    }
+    let (mut prepared_at, mut accepted_at) = (BTreeMap::new(), BTreeMap::new());
+    let (mut most, mut seen_gated) = (0, BTreeMap::new());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        mover_round(
+            &uploads,
+            &pods,
+            &mut prepared_at,
+            &mut accepted_at,
+            Duration::from_secs(60),
+        )
+        .await;
+        for pod in pods.list(&ListParams::default()).await.unwrap().items {
+            if gated(&pod) {
+                seen_gated.insert(pod.name_any(), ());
+            }
+        }
+        most = most.max(running_preparations(&uploads, &pods).await);
+        let list = uploads.list(&ListParams::default()).await.unwrap();
+        let phases: Vec<&str> = list.items.iter().map(phase).collect();
+        if phases.iter().all(|p| *p == "Completed" || *p == "Canceled") {
+            assert!(
+                phases.iter().all(|p| *p == "Completed"),
+                "a load was cancelled at the prepare timeout: {phases:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "loads left unfinished: {phases:?}; the controller's log:\n{}",
+            controller.log_tail(40)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(most <= 2, "{most} loads in preparation with a limit of 2");
+    assert!(
+        seen_gated.len() >= 4,
+        "with 6 loads and a limit of 2, most mover pods wait gated: {seen_gated:?}"
+    );
+
+    // A second replica reads the Secret the first made and applies the
+    // configuration again (its webhook is not behind the Service).
+    let second = replica(1, deploy::free_port().unwrap()).await;
+    second
+        .until(
+            "the second replica ready",
+            Duration::from_secs(30),
+            || async {
+                match second.http_get("/readyz").await {
+                    Ok((status, body)) => deploy::seen(status == 200, (status, body)),
+                    Err(error) => Err(error.to_string()),
+                }
+            },
+        )
+        .await;
+    second.stop_cleanly().await;
+    controller.stop_cleanly().await;
+    for process in [&controller, &second] {
+        let log = process.log();
+        assert!(
+            !log.contains("403") && !log.to_lowercase().contains("forbidden"),
+            "{log}"
+        );
+    }
+
+    let user = format!("system:serviceaccount:{namespace}:load-soothe-controller");
+    let requests = deploy::audited_requests(&audit_log, &user).unwrap();
+    let refused: Vec<_> = requests.iter().filter(|r| r.code == 403).collect();
+    assert!(
+        refused.is_empty(),
+        "the generated RBAC refused: {refused:#?}"
+    );
+    // Each replica applied the configuration the manifests created: a
+    // patch of an existing object.
+    let applies: Vec<_> = requests
+        .iter()
+        .filter(|r| r.resource == "mutatingwebhookconfigurations")
+        .map(|r| (r.verb.as_str(), r.code))
+        .collect();
+    assert_eq!(applies, [("patch", 200), ("patch", 200)], "{requests:#?}");
+    deploy::assert_least_privilege(
+        &manifests,
+        &requests,
+        &[],
+        "load-soothe-controller --admission pod-gates",
+    );
+    configurations
+        .delete(&configuration_name, &DeleteParams::default())
+        .await
+        .unwrap();
 }

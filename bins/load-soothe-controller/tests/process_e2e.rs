@@ -20,9 +20,12 @@ const NS: &str = "velero";
 #[tokio::test]
 async fn the_binary_admits_through_its_kubeconfig() {
     let fake = FakeApi::new();
-    let manifests = load_soothe_controller::manifests::manifest(GateMode::Exact)
-        .to_yaml()
-        .unwrap();
+    let manifests = load_soothe_controller::manifests::manifest(
+        GateMode::Exact,
+        load_soothe_controller::Admission::Accept,
+    )
+    .to_yaml()
+    .unwrap();
     fake.enforce_rbac(&manifests).unwrap();
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("node-agent-config".into());

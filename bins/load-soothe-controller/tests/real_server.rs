@@ -72,7 +72,15 @@ struct Velero {
 async fn velero_namespace(bed: &Testbed, prefix: &str, mode: GateMode, limit: i64) -> Velero {
     bed.install_crd_files(&load_crds(bed)).await.unwrap();
     let namespace = bed.namespace(prefix).await.unwrap();
-    let manifests = render(mode, &namespace, IMAGE, &["acme".to_owned()]).unwrap();
+    let manifests = render(
+        mode,
+        load_soothe_controller::Admission::Accept,
+        &namespace,
+        IMAGE,
+        &["acme".to_owned()],
+        None,
+    )
+    .unwrap();
     let deployed = deploy::deploy_manifests(bed, &manifests, Some(&namespace))
         .await
         .unwrap();

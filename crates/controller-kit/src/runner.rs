@@ -33,6 +33,10 @@ pub struct Telemetry<M> {
     pub metrics: M,
     /// The `/readyz` flag.
     pub readiness: Readiness,
+    /// The write fence of the work's clients ([`RunSettings::fence`]):
+    /// closed by the runner when the leadership ends; a caller (a test)
+    /// may close it too, as a lost Lease would.
+    pub fence: WriteFence,
 }
 
 impl<M: RegisteredMetrics> Default for Telemetry<M> {
@@ -43,6 +47,7 @@ impl<M: RegisteredMetrics> Default for Telemetry<M> {
             registry,
             metrics,
             readiness: Readiness::new(),
+            fence: WriteFence::new(),
         }
     }
 }
@@ -63,7 +68,7 @@ impl<M> Telemetry<M> {
             dry_run,
             registry: self.registry,
             readiness: self.readiness.clone(),
-            fence: WriteFence::new(),
+            fence: self.fence,
         };
         (settings, self.metrics, self.readiness)
     }

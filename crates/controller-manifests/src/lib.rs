@@ -28,5 +28,7 @@ pub mod manifest;
 pub mod rules;
 
 pub use error::Error;
-pub use manifest::{ControllerManifest, ExtraRole, Scope, Workload};
+pub use manifest::{
+    ControllerManifest, ControllerService, ExtraRole, RenderedRole, Scope, ServedPort, Workload,
+};
 pub use rules::{EVENTS_RULE, LEASE_RULE, RbacVerb, Rule, normalize};

@@ -2,7 +2,9 @@
 //! ServiceAccount, Role or ClusterRole with its binding, the
 //! leader-election Role, further roles ([`ExtraRole`]) and the workload
 //! ([`Workload::Deployment`] or one pod per node as a
-//! [`Workload::DaemonSet`]).
+//! [`Workload::DaemonSet`]), with a Service in front of its pods when it
+//! serves something besides its metrics ([`ControllerService`], a webhook
+//! say).
 
 use std::collections::BTreeMap;
 
@@ -13,7 +15,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
     ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, ServiceAccount,
+    SeccompProfile, SecurityContext, Service, ServiceAccount, ServicePort, ServiceSpec,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -61,6 +63,65 @@ pub struct ExtraRole {
     pub rules: &'static [Rule],
 }
 
+/// A further role like [`ExtraRole`] whose rules are restricted to names
+/// known only when the manifests are rendered (derived from the namespace,
+/// say): every rule gets [`RenderedRole::resource_names`] as its
+/// `resourceNames`, in place of the names it declares. Kubernetes never
+/// authorizes `create` or `deletecollection` by name (see
+/// [`crate::rules`]): do not list them here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedRole {
+    /// Appended to the controller's name, after a dash.
+    pub suffix: String,
+    /// Cluster or namespaced, as for [`ExtraRole::scope`].
+    pub scope: Scope,
+    /// The rules (their declared names are replaced).
+    pub rules: Vec<Rule>,
+    /// The objects every rule is restricted to.
+    pub resource_names: Vec<String>,
+}
+
+impl RenderedRole {
+    /// The role's normalised rules, each restricted to the names.
+    pub fn policy_rules(&self) -> Vec<PolicyRule> {
+        let unnamed: Vec<Rule> = self.rules.iter().map(|r| r.named(&[])).collect();
+        let mut names = self.resource_names.clone();
+        names.sort();
+        names.dedup();
+        normalize(&unnamed)
+            .into_iter()
+            .map(|rule| PolicyRule {
+                resource_names: Some(names.clone()),
+                ..rule
+            })
+            .collect()
+    }
+}
+
+/// A port the controller serves to the cluster through
+/// [`ControllerService`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedPort {
+    /// The port's name, in the container and in the Service (at most 15
+    /// lowercase letters, digits and dashes, as Kubernetes requires of a
+    /// named port).
+    pub name: String,
+    /// The port the container listens on.
+    pub container_port: u16,
+    /// The Service's port, forwarded to the container's port by name.
+    pub service_port: u16,
+}
+
+/// A Service in front of the controller's pods (same namespace, selecting
+/// them by their labels), and the container ports it forwards to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerService {
+    /// The Service's name.
+    pub name: String,
+    /// Its ports.
+    pub ports: Vec<ServedPort>,
+}
+
 /// Everything needed to generate one controller's manifests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerManifest {
@@ -84,6 +145,11 @@ pub struct ControllerManifest {
     pub events: bool,
     /// Further roles, each with its binding.
     pub extra_roles: Vec<ExtraRole>,
+    /// Further roles with names known at render time, each with its
+    /// binding (after [`ControllerManifest::extra_roles`]).
+    pub rendered_roles: Vec<RenderedRole>,
+    /// A Service in front of the pods, and the container ports it needs.
+    pub service: Option<ControllerService>,
     /// Deployment or DaemonSet.
     pub workload: Workload,
     /// Number of replicas (Deployment only).
@@ -128,6 +194,8 @@ impl ControllerManifest {
             leader_election: true,
             events: true,
             extra_roles: Vec::new(),
+            rendered_roles: Vec::new(),
+            service: None,
             workload: Workload::Deployment,
             replicas: 2,
             metrics_port: 8080,
@@ -199,12 +267,7 @@ impl ControllerManifest {
             image: Some(self.image.clone()),
             args: Some(args),
             env: Some(env),
-            ports: Some(vec![ContainerPort {
-                name: Some("http-metrics".into()),
-                container_port: i32::from(self.metrics_port),
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            }]),
+            ports: Some(self.container_ports()),
             liveness_probe: Some(probe("/healthz")),
             readiness_probe: Some(probe("/readyz")),
             resources: Some(ResourceRequirements {
@@ -250,6 +313,45 @@ impl ControllerManifest {
                 containers: vec![container],
                 ..PodSpec::default()
             }),
+        }
+    }
+
+    /// The metrics port, then the ports of the Service.
+    fn container_ports(&self) -> Vec<ContainerPort> {
+        let port = |name: &str, number: u16| ContainerPort {
+            name: Some(name.into()),
+            container_port: i32::from(number),
+            protocol: Some("TCP".into()),
+            ..ContainerPort::default()
+        };
+        let mut ports = vec![port("http-metrics", self.metrics_port)];
+        for served in self.service.iter().flat_map(|s| &s.ports) {
+            ports.push(port(&served.name, served.container_port));
+        }
+        ports
+    }
+
+    fn service(&self, service: &ControllerService) -> Service {
+        Service {
+            metadata: meta(&service.name, Some(&self.namespace), &self.name),
+            spec: Some(ServiceSpec {
+                selector: Some(labels(&self.name)),
+                ports: Some(
+                    service
+                        .ports
+                        .iter()
+                        .map(|p| ServicePort {
+                            name: Some(p.name.clone()),
+                            port: i32::from(p.service_port),
+                            target_port: Some(IntOrString::String(p.name.clone())),
+                            protocol: Some("TCP".into()),
+                            ..ServicePort::default()
+                        })
+                        .collect(),
+                ),
+                ..ServiceSpec::default()
+            }),
+            ..Service::default()
         }
     }
 
@@ -335,7 +437,8 @@ impl ControllerManifest {
     /// All manifests as one multi-document YAML string, in a fixed order:
     /// ServiceAccount, (Cluster)Role, (Cluster)RoleBinding, leader-election
     /// Role and RoleBinding (if enabled), the [`ControllerManifest::extra_roles`]
-    /// with their bindings, Deployment or DaemonSet. Refuses
+    /// and [`ControllerManifest::rendered_roles`] with their bindings, the
+    /// Service (if any), Deployment or DaemonSet. Refuses
     /// a namespace that is not an RFC 1123 label or an image that is not a
     /// valid reference ([`crate::inputs`]), naming `--namespace` or
     /// `--image`.
@@ -369,10 +472,20 @@ impl ControllerManifest {
                 normalize(extra.rules),
             )
         }));
+        roles.extend(self.rendered_roles.iter().map(|rendered| {
+            (
+                format!("{}-{}", self.name, rendered.suffix),
+                rendered.scope,
+                rendered.policy_rules(),
+            )
+        }));
         for (name, scope, rules) in roles {
             let (role, binding) = self.role_and_binding(&name, scope, rules);
             push(role)?;
             push(binding)?;
+        }
+        if let Some(service) = &self.service {
+            push(serde_saphyr::to_string(&self.service(service)))?;
         }
         match self.workload {
             Workload::Deployment => push(serde_saphyr::to_string(&self.deployment()))?,

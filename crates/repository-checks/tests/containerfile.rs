@@ -1,7 +1,7 @@
 //! The `Containerfile` builds images that run the way each controller's
 //! generated manifests expect: the image name is the stage and binary name,
 //! the user is the manifests' `runAsUser:runAsGroup`, the exposed ports are
-//! the container ports, and the entry point is the binary (the manifests
+//! the container ports of every variant of its manifests, and the entry point is the binary (the manifests
 //! give only `args`).
 
 use std::collections::BTreeSet;
@@ -21,7 +21,7 @@ fn containerfile() -> Containerfile {
 /// Every generated manifest variant: (what, YAML).
 fn generated_manifests() -> Vec<(String, String)> {
     use backup_queue_controller::manifests::{self as bq, ManifestScope};
-    use load_soothe_controller::{GateMode, manifests as ls};
+    use load_soothe_controller::{Admission, GateMode, manifests as ls};
     let mut out = Vec::new();
     for scope in [ManifestScope::Cluster, ManifestScope::Namespaced] {
         out.push((
@@ -29,11 +29,16 @@ fn generated_manifests() -> Vec<(String, String)> {
             bq::render(scope, "velero", bq::DEFAULT_IMAGE).unwrap(),
         ));
     }
-    for mode in [GateMode::Exact, GateMode::Optimistic] {
-        out.push((
-            format!("load-soothe-controller manifests --mode {mode:?}"),
-            ls::manifest(mode).to_yaml().unwrap(),
-        ));
+    for admission in [Admission::Accept, Admission::PodGates] {
+        for mode in [GateMode::Exact, GateMode::Optimistic] {
+            out.push((
+                format!(
+                    "load-soothe-controller manifests --mode {mode:?} --admission {}",
+                    admission.as_str()
+                ),
+                ls::manifest(mode, admission).to_yaml().unwrap(),
+            ));
+        }
     }
     out.push((
         "host-label-controller manifests".to_owned(),
@@ -113,6 +118,9 @@ fn expected(what: &str, pod: &Value) -> Expected {
 fn every_controller_image_agrees_with_its_generated_manifests() {
     let file = containerfile();
     let mut controllers = BTreeSet::new();
+    // Per image: the container ports of every variant of its manifests.
+    let mut ports: std::collections::BTreeMap<String, (BTreeSet<u16>, Vec<String>)> =
+        std::collections::BTreeMap::new();
     for (what, yaml) in generated_manifests() {
         let pods = pod_specs(&yaml);
         assert!(!pods.is_empty(), "{what}: no Deployment or DaemonSet");
@@ -148,12 +156,9 @@ fn every_controller_image_agrees_with_its_generated_manifests() {
                 "{what}: USER (line {})",
                 user.line
             );
-            assert_eq!(
-                file.exposed_ports(&want.name)
-                    .unwrap_or_else(|e| panic!("{e}")),
-                want.ports,
-                "{what}: EXPOSE"
-            );
+            let seen = ports.entry(want.name.clone()).or_default();
+            seen.0.extend(want.ports.iter().copied());
+            seen.1.push(what.clone());
             // The binary of that name exists: a [[bin]] of the package.
             let manifest = std::fs::read_to_string(
                 repository_root()
@@ -168,6 +173,14 @@ fn every_controller_image_agrees_with_its_generated_manifests() {
                 want.name
             );
         }
+    }
+    // An image exposes every port some variant of its manifests serves.
+    for (name, (wanted, variants)) in &ports {
+        assert_eq!(
+            file.exposed_ports(name).unwrap_or_else(|e| panic!("{e}")),
+            wanted.iter().copied().collect::<Vec<_>>(),
+            "stage {name}: EXPOSE, the container ports of {variants:?}"
+        );
     }
     // Exactly the controllers have a stage of their own.
     let stages: BTreeSet<String> = file
