@@ -99,8 +99,10 @@ pub struct RunArgs {
     pub managed_annotation: Option<String>,
 
     /// Take host information from this ConfigMap (`NAMESPACE/NAME` or `NAME`)
-    /// holding a HostInventory whose VM names are Node names, instead of
-    /// from Cluster API Machines.
+    /// instead of from Cluster API Machines: a HostInventory whose VM names
+    /// are Node names, or OpenStack's `openstack server list --long -f json`
+    /// (a Node is the server holding one of its addresses, else the server
+    /// of its name), refreshed by whoever keeps the ConfigMap current.
     #[arg(
         long,
         env = "INVENTORY_CONFIGMAP",

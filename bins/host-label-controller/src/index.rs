@@ -25,12 +25,13 @@ use capi_api::{
 use kube_adapters::capi::{ClusterApiObjects, host_map};
 
 use crate::source;
+use anti_affinity_placement::tacker::servers::hosts_of_nodes;
 
 /// Host information from the inventory ConfigMap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Inventory {
-    /// The last good Node → host map.
-    hosts: BTreeMap<String, String>,
+    /// The last good host information.
+    hosts: source::HostInfo,
     /// Why the current ConfigMap cannot be used, if it cannot.
     problem: Option<String>,
 }
@@ -86,7 +87,7 @@ impl HostIndex {
         let inventory = match &config.source {
             HostSource::Machines => Inventory::default(),
             HostSource::Inventory { .. } => Inventory {
-                hosts: BTreeMap::new(),
+                hosts: source::HostInfo::ByNode(BTreeMap::new()),
                 problem: Some("the inventory ConfigMap does not exist".to_owned()),
             },
         };
@@ -140,7 +141,23 @@ impl HostIndex {
     pub fn hosts(&self) -> BTreeMap<String, String> {
         match &self.source {
             HostSource::Machines => host_map(self.machines.values()).hosts,
-            HostSource::Inventory { .. } => self.inventory.hosts.clone(),
+            HostSource::Inventory { .. } => match &self.inventory.hosts {
+                source::HostInfo::ByNode(hosts) => hosts.clone(),
+                source::HostInfo::Servers(servers) => hosts_of_nodes(
+                    servers,
+                    self.nodes.values().map(|node| {
+                        let addresses = node
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.addresses.as_ref())
+                            .into_iter()
+                            .flatten()
+                            .map(|a| a.address.clone())
+                            .collect();
+                        (node.metadata.name.as_deref().unwrap_or_default(), addresses)
+                    }),
+                ),
+            },
         }
     }
 

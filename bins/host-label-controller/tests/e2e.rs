@@ -416,6 +416,58 @@ async fn inventory_configmap_is_a_host_source_and_edits_apply_live() {
     run.stop().await;
 }
 
+/// OpenStack's server list in the ConfigMap (a Tacker VNF's workers): a
+/// Node is the server holding its address (Tacker's guessed name and the
+/// Node's own name differ), else the server of its name, and its
+/// `CIS-node` label follows a live migration when the list is refreshed.
+#[tokio::test]
+async fn a_server_list_configmap_labels_nodes_by_address_and_follows_a_migration() {
+    const CIS_NODE: &str = "CIS-node";
+    let fake = FakeApi::new();
+    let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
+        "metadata": {"name": "k8s-worker-1"},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.10.0.45"}]},
+    }))
+    .unwrap();
+    fake.seed(&node).unwrap();
+    seed_node(&fake, "workerNode-1", &[]);
+    let listing = |host: &str| {
+        format!(
+            r#"[{{"Name": "workerNode-0", "Host": "{host}", "Networks": {{"net0": ["10.10.0.45"]}}}},
+               {{"Name": "workerNode-1", "Host": "compute-c", "Networks": "net0=10.10.0.46"}}]"#
+        )
+    };
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "servers", "namespace": OPS_NS},
+        "data": {"servers.json": listing("compute-a")},
+    }))
+    .unwrap();
+    fake.seed(&cm).unwrap();
+    let source = HostSource::Inventory {
+        configmap: ObjectName {
+            namespace: OPS_NS.into(),
+            name: "servers".into(),
+        },
+        key: "servers.json".into(),
+    };
+    let run = start(&fake, config(&[CIS_NODE], source));
+    eventually("labels from the server list", SOON, || {
+        label(&fake, "k8s-worker-1", CIS_NODE).as_deref() == Some("compute-a")
+            && label(&fake, "workerNode-1", CIS_NODE).as_deref() == Some("compute-c")
+    })
+    .await;
+    let cm_id = kube_fake_api::id_of::<ConfigMap>();
+    fake.modify_value(&cm_id, Some(OPS_NS), "servers", |v| {
+        v["data"]["servers.json"] = json!(listing("compute-b"));
+    })
+    .unwrap();
+    eventually("the label follows the live migration", SOON, || {
+        label(&fake, "k8s-worker-1", CIS_NODE).as_deref() == Some("compute-b")
+    })
+    .await;
+    run.stop().await;
+}
+
 #[tokio::test]
 async fn dropped_watches_are_resumed_and_changes_still_followed() {
     let fake = FakeApi::new();

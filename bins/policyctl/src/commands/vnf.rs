@@ -15,6 +15,7 @@ use anti_affinity_placement::tacker::layers::{
 use anti_affinity_placement::tacker::plan::{
     CIS_NODE_LABEL, ComputeHost, LabelState, NodeLabel, Plan, Server, plan,
 };
+use anti_affinity_placement::tacker::servers::servers_from_listing;
 use anti_affinity_placement::tacker::translate::{Translation, translate};
 use anti_affinity_placement::tacker::vnfd::{Vnfd, read_vnfd};
 use serde_json::{Value, json};
@@ -389,42 +390,10 @@ fn read_hypervisors(path: &Path) -> Result<Vec<ComputeHost>, CommandError> {
 /// `OS-EXT-SRV-ATTR:host`) and `Networks` (`{"net": ["10.0.0.5"]}` or
 /// `"net=10.0.0.5, …"`).
 fn read_servers(path: &Path) -> Result<Vec<Server>, CommandError> {
-    let shown = path.display().to_string();
-    let mut servers = Vec::new();
-    for (i, item) in read_json(path, "servers")?.iter().enumerate() {
-        let at = |key: &str| format!("--servers {shown}: [{i}].{key:?}");
-        let name = text_field(item, &["Name", "name"], at)?
-            .ok_or_else(|| input_error(format!("--servers {shown}: [{i}]: no \"Name\"")))?;
-        let host = text_field(item, &["Host", "OS-EXT-SRV-ATTR:host"], at)?;
-        let mut addresses = Vec::new();
-        match item.get("Networks") {
-            Some(Value::Object(networks)) => {
-                for list in networks.values() {
-                    if let Value::Array(ips) = list {
-                        addresses.extend(ips.iter().filter_map(Value::as_str).map(str::to_owned));
-                    }
-                }
-            }
-            Some(Value::String(text)) => {
-                for part in text.split([',', ';']) {
-                    let ip = part.rsplit('=').next().unwrap_or(part).trim();
-                    addresses.push(ip.to_owned());
-                }
-            }
-            _ => {}
-        }
-        let ipv4 = addresses
-            .into_iter()
-            .filter(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
-            .collect();
-        servers.push(Server {
-            name,
-            host,
-            ipv4,
-            zone: None,
-        });
-    }
-    Ok(servers)
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| input_error(format!("--servers {shown}: {error}")))?;
+    servers_from_listing(&text).map_err(|error| input_error(format!("--servers {shown}: {error}")))
 }
 
 /// The CNF's workloads (Deployments and StatefulSets of `-f`) and their

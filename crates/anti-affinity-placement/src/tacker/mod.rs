@@ -9,6 +9,7 @@
 pub mod base_hot;
 pub mod layers;
 pub mod plan;
+pub mod servers;
 pub mod translate;
 pub mod tree;
 pub mod vnfd;
