@@ -112,7 +112,11 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
         ],
     ),
     ("queue", "Backup queue", &[&[Kind::Backup, Kind::Namespace]]),
-    ("soothe", "Load admission", &[CONFIG, DATA_PATH]),
+    (
+        "soothe",
+        "Load admission",
+        &[CONFIG, DATA_PATH, &[Kind::Node, Kind::Pod]],
+    ),
     (
         "hostLabels",
         "Host labels and host anti-affinity audit",

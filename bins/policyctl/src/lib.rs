@@ -146,10 +146,12 @@ fn try_run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Exit, Failed> {
-    if cli.global.output == OutputFormat::Html && !matches!(cli.command, Command::Report(_)) {
-        return Err(CommandError::Usage(
-            "-o html is available for `report` only; use -o table, json or yaml".to_owned(),
-        )
+    let page = html::Page::of(&cli.command);
+    if cli.global.output == OutputFormat::Html && page.is_none() {
+        return Err(CommandError::Usage(format!(
+            "-o html is available for {} only; use -o table, json or yaml",
+            html::PAGE_COMMANDS
+        ))
         .into());
     }
     if let Command::HostLabels(HostLabelsArgs {
@@ -219,8 +221,23 @@ fn try_run(
             result.exit = Exit::Incomplete;
         }
     }
-    emit(cli.global.output, &result.output, stdout)?;
+    match page.filter(|_| cli.global.output == OutputFormat::Html) {
+        Some(page) => {
+            let text = html::command_page(page, &result.output.document);
+            write_all(text.as_bytes(), stdout)?;
+        }
+        None => emit(cli.global.output, &result.output, stdout)?,
+    }
     Ok(result.exit)
+}
+
+/// Writes bytes to `stdout` as [`emit`] does (a reader gone away is not an
+/// error).
+fn write_all(bytes: &[u8], stdout: &mut dyn Write) -> Result<(), CommandError> {
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(CommandError::Output),
+    }
 }
 
 /// Writes the result to `stdout`. A reader that has gone away (`policyctl

@@ -1,6 +1,6 @@
 //! Rendering: `-o json` (the stable interface), `-o yaml` (the same document),
-//! `-o table` (for people) and `-o html` (`report`'s page over the same
-//! document, [`crate::html`]).
+//! `-o table` (for people) and `-o html` (a page over the same document for
+//! `report`, `schedule`, `diagnose` and `capacity`, [`crate::html`]).
 //!
 //! JSON and YAML are produced from a [`serde_json::Value`], whose maps are
 //! sorted by key, so the same input always gives byte-identical output.
@@ -24,7 +24,7 @@ pub enum OutputFormat {
     /// The same document as JSON, written as YAML.
     Yaml,
     /// One self-contained HTML page that embeds the JSON document and draws
-    /// views of it (`report` only).
+    /// views of it (`report`, `schedule`, `diagnose` and `capacity`).
     Html,
 }
 

@@ -171,7 +171,8 @@ fn queue_rows_are_in_queue_order() {
     let run = ok(&["queue"]);
     // The BACKUP column, its cells joined across wrapped lines (a row
     // starts where the never-wrapped POSITION column has a value).
-    let mut lines = run.stdout.lines().skip(2);
+    // The table ends at the blank line before the drain.
+    let mut lines = run.stdout.lines().skip(2).take_while(|l| !l.is_empty());
     let header = lines.next().expect("header");
     let width = header.find("PHASE").expect("PHASE column");
     let position = header.find("POSITION").expect("POSITION column");

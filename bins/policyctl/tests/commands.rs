@@ -147,6 +147,7 @@ fn every_contract_key_is_present() {
         [
             "feasible",
             "kubernetesVersion",
+            "pod",
             "scores",
             "selected",
             "summary",
@@ -155,6 +156,7 @@ fn every_contract_key_is_present() {
         ]
     );
     assert_eq!(schedule["kubernetesVersion"], "1.37");
+    assert_eq!(schedule["pod"], "shop/web-7c9f8d6b5-r9t2x");
     assert_eq!(
         keys(&schedule["scores"]),
         [
@@ -385,6 +387,108 @@ fn queue_snapshots() {
 }
 
 #[test]
+fn the_queue_drains_one_backup_per_round_with_one_slot_and_says_why_each_waited() {
+    let run = ok(&["queue", "-o", "json"]);
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let drain = &document["drain"];
+    assert_eq!(drain["unit"], "round");
+    assert_eq!(drain["rounds"], 6);
+    assert_eq!(
+        drain["order"],
+        serde_json::json!([
+            "velero/payments-adhoc",
+            "velero/pre-upgrade-full",
+            "velero/teams-config",
+            "velero/analytics-hourly-0108",
+            "velero/kube-system-etcd",
+            "velero/shop-orders-0109"
+        ])
+    );
+    // Disjoint from everything running, it waits for the one slot only.
+    assert_eq!(
+        drain["backups"]["velero/kube-system-etcd"],
+        serde_json::json!({
+            "start": 4,
+            "alreadyRunning": false,
+            "waitsOmitted": 0,
+            "waits": [{
+                "from": 0,
+                "to": 3,
+                "kind": "concurrencyLimit",
+                "blocker": null,
+                "reason": "capacity full: all 1 concurrent backup slots are taken"
+            }]
+        })
+    );
+    // Behind the whole-cluster backup while it is queued, then while it
+    // runs, then for the slot.
+    let waits = &drain["backups"]["velero/analytics-hourly-0108"]["waits"];
+    let stretches: Vec<(u64, u64, &str, &str)> = waits
+        .as_array()
+        .expect("waits")
+        .iter()
+        .map(|w| {
+            (
+                w["from"].as_u64().unwrap_or(99),
+                w["to"].as_u64().unwrap_or(99),
+                w["kind"].as_str().unwrap_or_default(),
+                w["blocker"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stretches,
+        [
+            (0, 0, "namespaceOverlap", "velero/pre-upgrade-full"),
+            (1, 1, "namespaceOverlap", "velero/pre-upgrade-full"),
+            (2, 2, "concurrencyLimit", "-")
+        ]
+    );
+    assert!(
+        waits[1]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("overlaps ReadyToStart backup pre-upgrade-full")),
+        "{waits}"
+    );
+    // Two slots: two backups a round where namespaces allow.
+    let two = ok(&["queue", "--concurrent-backups", "2", "-o", "json"]);
+    let two: serde_json::Value = serde_json::from_str(&two.stdout).expect("JSON");
+    assert!(
+        two["drain"]["rounds"].as_u64() < Some(6),
+        "{}",
+        two["drain"]
+    );
+}
+
+#[test]
+fn a_long_queue_sharing_one_namespace_drains_one_a_round_and_lists_at_most_ten_waits_each() {
+    let mut input = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    for i in 0..60 {
+        input.push_str(&format!(
+            "---\napiVersion: velero.io/v1\nkind: Backup\nmetadata: {{name: b{i:02}, namespace: velero, creationTimestamp: \"2026-05-20T01:{i:02}:00Z\"}}\nspec: {{includedNamespaces: [shop]}}\n"
+        ));
+    }
+    let run = run_with_stdin(&["-f", "-", "queue", "-o", "json"], &input);
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let drain = &document["drain"];
+    assert_eq!(drain["rounds"], 60);
+    let last = &drain["backups"]["velero/b59"];
+    assert_eq!(last["start"], 59);
+    // It waited behind b00, b01, ... b58 in turn: 59 stretches, 10 listed.
+    let waits = last["waits"].as_array().expect("waits");
+    assert_eq!(waits.len(), 10);
+    assert_eq!(last["waitsOmitted"], 49);
+    assert_eq!(waits[0]["blocker"], "velero/b00");
+    assert_eq!(waits[8]["blocker"], "velero/b08");
+    assert_eq!(waits[9]["blocker"], "velero/b58");
+    assert_eq!(
+        (waits[9]["from"].as_u64(), waits[9]["to"].as_u64()),
+        (Some(58), Some(58))
+    );
+    assert_eq!(drain["backups"]["velero/b05"]["waitsOmitted"], 0);
+}
+
+#[test]
 fn queue_lists_every_backup_with_contract_keys() {
     let run = ok(&["queue", "-o", "json"]);
     let document: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
@@ -394,7 +498,7 @@ fn queue_lists_every_backup_with_contract_keys() {
         .keys()
         .filter(|key| !COMPLETENESS_KEYS.contains(&key.as_str()))
         .collect();
-    assert_eq!(keys, ["backups", "started", "waiting", "writes"]);
+    assert_eq!(keys, ["backups", "drain", "started", "waiting", "writes"]);
     let backups = document["backups"].as_object().expect("backups map");
     assert_eq!(backups.len(), 9, "every Backup of the input appears");
     for (name, backup) in backups {
@@ -600,6 +704,30 @@ fn soothe_snapshots() {
 }
 
 #[test]
+fn the_backlog_overshoots_the_limit_through_velero_gate_and_not_through_the_exact_gate() {
+    let value: serde_json::Value =
+        serde_json::from_str(&ok(&["soothe", "-o", "json"]).stdout).expect("JSON");
+    let backlog = &value["backlog"];
+    assert_eq!(backlog["unit"], "step");
+    assert_eq!(backlog["limit"], 4);
+    // Five Nodes run a node-agent: each admits the waiting loads on the
+    // stale count of 3, so all 4 go at once.
+    assert_eq!(backlog["nodeAgents"], 5);
+    let in_preparation = |gate: &str| -> Vec<u64> {
+        backlog[gate]["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .filter_map(|s| s["inPreparation"].as_u64())
+            .collect()
+    };
+    assert_eq!(in_preparation("velero"), [7]);
+    assert_eq!(backlog["velero"]["overshoot"], 3);
+    assert_eq!(in_preparation("exact"), [4, 3]);
+    assert_eq!(backlog["exact"]["overshoot"], 0);
+}
+
+#[test]
 fn soothe_contract_keys_and_admission_order() {
     let value: serde_json::Value =
         serde_json::from_str(&ok(&["soothe", "-o", "json"]).stdout).expect("JSON");
@@ -612,6 +740,7 @@ fn soothe_contract_keys_and_admission_order() {
             .collect::<Vec<_>>(),
         [
             "admit",
+            "backlog",
             "constrained",
             "dataMovers",
             "hold",

@@ -1,7 +1,7 @@
 //! `-o html` without a browser: the page embeds exactly the `-o json`
 //! document, its skeleton (views, legends, rule links) is what people
-//! read, and only `report` offers it. The page in a real browser:
-//! `html_browser.rs`.
+//! read, and only `report`, `schedule`, `diagnose` and `capacity` offer
+//! it. The pages in a real browser: `html_browser.rs`.
 
 mod common;
 
@@ -90,10 +90,66 @@ fn other_commands_refuse_html_with_a_usage_error() {
         assert_eq!(run.exit, Exit::Usage, "{args:?}");
         assert!(run.stdout.is_empty(), "{args:?}");
         assert!(
-            run.stderr
-                .contains("-o html is available for `report` only"),
+            run.stderr.contains(
+                "-o html is available for `report`, `schedule`, `diagnose` and `capacity` only"
+            ),
             "{}",
             run.stderr
         );
     }
+}
+
+/// The views (tab panel ids) of a page.
+fn views(page: &str) -> Vec<&str> {
+    page.split("role=\"tabpanel\" id=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect()
+}
+
+#[test]
+fn schedule_diagnose_and_capacity_pages_embed_their_json_document_with_their_view_only() {
+    for (args, kind, view) in [
+        (
+            &["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"][..],
+            "schedule",
+            "view-scheduling",
+        ),
+        (&["schedule", "--all"][..], "schedule", "view-scheduling"),
+        (
+            &["diagnose", "--pod", "shop/web-7c9f8d6b5-r9t2x"][..],
+            "diagnose",
+            "view-scheduling",
+        ),
+        (
+            &["capacity", "--workload", "Deployment/shop/web"][..],
+            "capacity",
+            "view-capacity",
+        ),
+    ] {
+        let page = ok(&[args, &["-o", "html"]].concat()).stdout;
+        let json: serde_json::Value =
+            serde_json::from_str(&ok(&[args, &["-o", "json"]].concat()).stdout).expect("JSON");
+        assert_eq!(embedded(&page), json, "{args:?}");
+        assert!(
+            page.contains(&format!("<body data-page=\"{kind}\">")),
+            "{args:?}"
+        );
+        assert!(
+            page.contains(&format!("<title>policyctl {kind}</title>")),
+            "{args:?}"
+        );
+        assert_eq!(views(&page), [view], "{args:?}");
+    }
+    assert_eq!(
+        views(&ok(&["report", "-o", "html"]).stdout),
+        [
+            "view-hosts",
+            "view-movers",
+            "view-queue",
+            "view-gate",
+            "view-scheduling",
+            "view-capacity"
+        ]
+    );
 }

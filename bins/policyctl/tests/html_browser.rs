@@ -30,3 +30,58 @@ fn the_example_page_shows_the_json_numbers_in_every_view_without_errors_or_reque
     assert!(out.contains("ok: the page passed every check"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes the `-o html` page and the `-o json` document of `args` and
+/// checks the page against it (`check.mjs command`).
+fn check_command_page(name: &str, args: &[&str]) -> String {
+    require_browser();
+    let dir = scratch(&format!("{}-{name}", args[0]));
+    let page = dir.join("page.html");
+    let json = dir.join("page.json");
+    policyctl(&[args, &["-o", "html"]].concat(), &page);
+    policyctl(&[args, &["-o", "json"]].concat(), &json);
+    let out = node(&[
+        "command",
+        page.to_str().expect("UTF-8 path"),
+        json.to_str().expect("UTF-8 path"),
+        name,
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+#[test]
+fn the_schedule_page_of_one_pod_shows_its_node_by_plugin_matrix() {
+    let out = check_command_page("web", &["schedule", "--pod", "shop/web-7c9f8d6b5-r9t2x"]);
+    assert!(
+        out.contains("ok: the schedule page passed every check"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_schedule_page_of_every_unbound_pod_shows_where_each_goes() {
+    let out = check_command_page("all", &["schedule", "--all"]);
+    assert!(
+        out.contains("ok: the schedule page passed every check"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_diagnose_page_shows_every_node_verdict() {
+    let out = check_command_page("web", &["diagnose", "--pod", "shop/web-7c9f8d6b5-r9t2x"]);
+    assert!(
+        out.contains("ok: the diagnose page passed every check"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_capacity_page_shows_the_copies_per_node() {
+    let out = check_command_page("web", &["capacity", "--workload", "Deployment/shop/web"]);
+    assert!(
+        out.contains("ok: the capacity page passed every check"),
+        "{out}"
+    );
+}

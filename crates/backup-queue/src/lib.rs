@@ -11,6 +11,9 @@
 //! - [`plan`] turns a [`QueueInput`] into a [`Plan`]: ordered status writes
 //!   reaching the steady state in one pass, plus a [`WaitReason`] for every
 //!   backup left waiting;
+//! - [`drain`] applies the planner round after round, every running backup
+//!   ending at the end of its round, and gives each backup the round it
+//!   runs in and why it waited before ([`Drain`]);
 //! - [`QueueState`] keeps resolved namespace sets up to date one
 //!   [`QueueEvent`] at a time and plans without re-resolving anything;
 //! - with the `reference` feature, `reference` is a deliberately
@@ -21,6 +24,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod drain;
 mod explain;
 mod input;
 mod namespaces;
@@ -31,6 +35,7 @@ pub mod reference;
 mod state;
 mod universe;
 
+pub use drain::{Drain, DrainRound, DrainWait, DrainedBackup, drain};
 pub use explain::{SHARED_NAMES_SHOWN, SharedNamespaces, WaitReason};
 pub use input::{BackupInput, NamespaceFilter, Phase, QueueInput};
 pub use namespaces::{

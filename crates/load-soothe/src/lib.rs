@@ -21,7 +21,9 @@
 //! (enablement, L3.8), [`recount()`] (the transition table, L3.12),
 //! [`CountCache`] (the count cache), [`decide`] (the decision for one load),
 //! [`plan_pass`] (the decisions for a whole queue at once, as a controller,
-//! `policyctl soothe` and the simulator make them), [`Ledger`],
+//! `policyctl soothe` and the simulator make them), [`simulate_backlog`]
+//! (a backlog draining step by step through Velero's gate or the exact
+//! one, as `policyctl report` shows it), [`Ledger`],
 //! [`plan_admissions`] and [`plan_cleanup`] (exact mode). The discrete-event
 //! simulation of a cluster is the `load-soothe-sim` crate.
 //!
@@ -48,6 +50,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod backlog;
 mod cache;
 mod config;
 mod decision;
@@ -59,6 +62,7 @@ mod model;
 mod pass;
 mod recount;
 
+pub use backlog::{BacklogGate, BacklogInput, BacklogRun, BacklogStep, simulate_backlog};
 pub use cache::{Applied, CountCache, WatchEvent};
 pub use config::{DisabledBecause, Enablement, GateConfig, HOLD_REQUEUE_AFTER, Limit, Mode};
 pub use decision::{Admission, Decision, Hold, HoldReason, NotGated};

@@ -133,7 +133,13 @@ pub fn execute(
                 ..inventory.kubernetes.options()
             };
             match &args.pod {
-                Some(pod) => schedule::run_one(inventory, pod, &options),
+                // The document names its pod (the page of `-o html` shows it).
+                Some(pod) => schedule::run_one(inventory, pod, &options).map(|mut output| {
+                    if let serde_json::Value::Object(document) = &mut output.document {
+                        document.insert("pod".to_owned(), serde_json::json!(pod.to_string()));
+                    }
+                    output
+                }),
                 None => schedule::run_all(inventory, &options),
             }
             .map(CommandResult::success)

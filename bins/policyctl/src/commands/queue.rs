@@ -5,6 +5,12 @@
 //! namespace, each group is planned on its own, and the results are merged
 //! (keys `namespace/name`; `started` lists the groups in namespace order).
 //!
+//! Then each queue drains over time (`backup_queue::drain`): in rounds, in
+//! each of which the running backups end and the queue starts the next
+//! ones. The input gives no durations, so the unit is the round; every
+//! backup gets the round it runs in and why it waited before (the JSON's
+//! `drain`; the table's last section).
+//!
 //! The table lists each queue in queue order: the backups running after the
 //! plan (those already `ReadyToStart` or `InProgress`, by name, then those
 //! that start now, in dequeue order), then the `Queued` ones by their new
@@ -13,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use backup_queue::{BackupInput, Phase, Plan, QueueInput, plan};
+use backup_queue::{BackupInput, Drain, Phase, Plan, QueueInput, WaitReason, drain, plan};
 use kube_adapters::velero::backup_input;
 use serde_json::json;
 use velero_api::Backup;
@@ -73,6 +79,59 @@ pub struct QueueOutcome {
     /// Every backup (`namespace/name`) in queue order (see the module
     /// documentation).
     pub order: Vec<String>,
+    /// How the queues drain over time, round by round.
+    pub drain: DrainOutcome,
+}
+
+/// How the queues drain, merged over every Velero namespace (all the queues
+/// drain at once: round `r` is the same time in each).
+#[derive(Clone, Debug, Default)]
+pub struct DrainOutcome {
+    /// The number of rounds until every queue is empty.
+    pub rounds: u32,
+    /// Every backup of a queue (`namespace/name`), in the order they run:
+    /// by round, then by Velero namespace, then as the queue starts them.
+    pub order: Vec<String>,
+    /// Per backup (`namespace/name`): the round it runs in and why it
+    /// waited before.
+    pub backups: BTreeMap<String, DrainEntry>,
+}
+
+/// One backup of a [`DrainOutcome`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DrainEntry {
+    /// The round it runs in.
+    pub start: u32,
+    /// Already `ReadyToStart` or `InProgress` in the input.
+    pub already_running: bool,
+    /// Why it waited, one entry per stretch of rounds with one reason: the
+    /// first [`DRAIN_WAITS_KEPT`] `- 1` stretches and the last one.
+    pub waits: Vec<DrainWaitEntry>,
+    /// Stretches left out between those kept (0 for most backups).
+    pub waits_omitted: usize,
+}
+
+/// The most stretches of waiting listed per backup. A long queue whose
+/// backups share one namespace waits behind a different running backup in
+/// every round; listing every round would grow with the square of the
+/// queue's length.
+pub const DRAIN_WAITS_KEPT: usize = 10;
+
+/// Rounds `from..=to` in which a backup waited for one reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DrainWaitEntry {
+    /// The first round of the stretch.
+    pub from: u32,
+    /// The last round of the stretch.
+    pub to: u32,
+    /// `namespaceOverlap` (with a running backup or an earlier queued one)
+    /// or `concurrencyLimit`.
+    pub kind: &'static str,
+    /// The backup it waited for (`namespace/name`), for a namespace
+    /// overlap.
+    pub blocker: Option<String>,
+    /// The planner's sentence.
+    pub reason: String,
 }
 
 /// One backup after the plan.
@@ -111,8 +170,59 @@ pub fn outcome(inventory: &Inventory, concurrent_backups: ConcurrentBackups) -> 
         };
         let plan = plan(&input);
         merge(&mut result, namespace, &backups, &input, &plan);
+        merge_drain(&mut result.drain, namespace, &drain(&input));
     }
+    let order = |key: &String| {
+        let start = result.drain.backups.get(key).map_or(u32::MAX, |e| e.start);
+        (start, key.split('/').next().unwrap_or_default().to_owned())
+    };
+    // By round, then namespace; the sort is stable, so each queue keeps
+    // its own order within a round.
+    result.drain.order.sort_by_key(order);
     result
+}
+
+/// Adds one queue's drain to the merged one.
+fn merge_drain(result: &mut DrainOutcome, namespace: &str, drained: &Drain) {
+    let key = |name: &str| format!("{namespace}/{name}");
+    result.rounds = result.rounds.max(drained.round_count());
+    for b in &drained.backups {
+        result.order.push(key(&b.backup));
+        let omitted = b.waits.len().saturating_sub(DRAIN_WAITS_KEPT);
+        let kept = b
+            .waits
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i + 1 < DRAIN_WAITS_KEPT || *i + 1 == b.waits.len())
+            .map(|(_, w)| w);
+        let waits = kept
+            .map(|w| {
+                let (kind, blocker) = match &w.reason {
+                    WaitReason::OverlapsActive { backup, .. }
+                    | WaitReason::BehindEarlier { backup, .. } => {
+                        ("namespaceOverlap", Some(key(backup)))
+                    }
+                    _ => ("concurrencyLimit", None),
+                };
+                DrainWaitEntry {
+                    from: w.from,
+                    to: w.to,
+                    kind,
+                    blocker,
+                    reason: w.reason.to_string(),
+                }
+            })
+            .collect();
+        result.backups.insert(
+            key(&b.backup),
+            DrainEntry {
+                start: b.start,
+                already_running: b.already_running,
+                waits,
+                waits_omitted: omitted,
+            },
+        );
+    }
 }
 
 fn merge(
@@ -224,11 +334,66 @@ pub fn render(outcome: &QueueOutcome, concurrent_backups: ConcurrentBackups) -> 
         "started": outcome.started,
         "waiting": outcome.waiting,
         "writes": outcome.writes,
+        "drain": drain_document(&outcome.drain),
     });
     Output {
         document,
         table: table_text(outcome, concurrent_backups),
     }
+}
+
+/// The JSON of a drain: the unit, the number of rounds, the backups in the
+/// order they run, and per backup its start round and waits.
+fn drain_document(drain: &DrainOutcome) -> serde_json::Value {
+    json!({
+        "unit": "round",
+        "rounds": drain.rounds,
+        "order": drain.order,
+        "backups": drain.backups.iter().map(|(key, e)| (key.clone(), json!({
+            "start": e.start,
+            "alreadyRunning": e.already_running,
+            "waitsOmitted": e.waits_omitted,
+            "waits": e.waits.iter().map(|w| json!({
+                "from": w.from,
+                "to": w.to,
+                "kind": w.kind,
+                "blocker": w.blocker,
+                "reason": w.reason,
+            })).collect::<Vec<_>>(),
+        }))).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+/// Rounds listed in the table; a longer drain is summed up after them.
+const DRAIN_ROUNDS_SHOWN: u32 = 12;
+
+/// The drain in a few lines: the backups of each round.
+fn drain_text(drain: &DrainOutcome) -> String {
+    if drain.rounds == 0 {
+        return String::new();
+    }
+    let mut text = format!(
+        "\nDrain: {} round(s) until the queue is empty (no durations in the input: in each round\nevery running backup ends and the queue starts the next ones)\n",
+        drain.rounds
+    );
+    let mut rows: Vec<[String; 2]> = Vec::new();
+    for round in 0..drain.rounds.min(DRAIN_ROUNDS_SHOWN) {
+        let names: Vec<&str> = drain
+            .order
+            .iter()
+            .filter(|key| drain.backups.get(*key).is_some_and(|e| e.start == round))
+            .map(String::as_str)
+            .collect();
+        rows.push([round.to_string(), names.join(", ")]);
+    }
+    text.push_str(&fitted_table(&["round", "backups running"], rows));
+    if drain.rounds > DRAIN_ROUNDS_SHOWN {
+        text.push_str(&format!(
+            "... and {} more round(s) (see -o json)\n",
+            drain.rounds - DRAIN_ROUNDS_SHOWN
+        ));
+    }
+    text
 }
 
 /// The people's view: every backup in queue order with its phase and
@@ -273,5 +438,6 @@ pub fn table_text(outcome: &QueueOutcome, concurrent_backups: ConcurrentBackups)
             ])
         }),
     ));
+    text.push_str(&drain_text(&outcome.drain));
     text
 }

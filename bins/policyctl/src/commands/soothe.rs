@@ -24,6 +24,14 @@
 //! present, else the ledger starts empty. With the gate disabled
 //! (`prepareQueueLength` absent or ≤ 0, L3.8) every waiting load it serves
 //! is admitted.
+//!
+//! Then the same backlog drains over time (`load_soothe::simulate_backlog`),
+//! step by step (a load prepares for one step; the input gives no
+//! durations), through Velero's gate — every node-agent of the input (the
+//! Nodes with a running node-agent pod, or every Node when the input has no
+//! node-agent pod) deciding on its own stale count, one load per kind per
+//! step — and through the exact gate: per step, the loads in preparation
+//! against the limit (the JSON's `backlog`, the table's last lines).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -32,8 +40,9 @@ use affinity_translate::NodeAgentConfig;
 use jiff::Timestamp;
 use kube_adapters::velero::{GateScope, LoadObject, load};
 use load_soothe::{
-    CountCache, Enablement, ExactInput, ExactView, GateConfig, LedgerSnapshot, Load, LoadId,
-    LoadKind, Mode, RecountPolicy, plan_pass,
+    BacklogGate, BacklogInput, BacklogRun, CountCache, Enablement, ExactInput, ExactView,
+    GateConfig, LedgerSnapshot, Load, LoadId, LoadKind, Mode, RecountPolicy, plan_pass,
+    simulate_backlog,
 };
 use load_soothe::{DEFAULT_LEDGER_NAME, Ledger};
 use serde_json::json;
@@ -126,6 +135,25 @@ pub struct Admissions {
     /// Waiting loads of data movers this gate does not serve
     /// (`Kind/namespace/name`), with who gates them instead.
     pub not_gated_here: Vec<(String, String)>,
+    /// The backlog of the waiting loads drained step by step through
+    /// Velero's gate and the exact gate (`None` with the gate disabled).
+    pub backlog: Option<Backlog>,
+}
+
+/// The waiting loads drained over time through both gates.
+#[derive(Clone, Debug)]
+pub struct Backlog {
+    /// The node-agents deciding in Velero's gate.
+    pub node_agents: u32,
+    /// Whether they are the Nodes with a running node-agent pod (else every
+    /// Node: the input has no node-agent pod).
+    pub node_agents_checked: bool,
+    /// `prepareQueueLength`.
+    pub limit: u64,
+    /// Through Velero's gate.
+    pub velero: BacklogRun,
+    /// Through the exact gate.
+    pub exact: BacklogRun,
 }
 
 impl Admissions {
@@ -269,6 +297,22 @@ pub fn admissions(
         not_gated_here,
         ..Admissions::default()
     };
+    if let Enablement::Enabled(limit) = gate.enablement {
+        let (agents, checked) = crate::commands::diagnose::node_agent_nodes_or_all(inventory, None);
+        let input = BacklogInput {
+            limit,
+            in_preparation,
+            waiting: cache.waiting().map(|key| key.kind).collect(),
+            node_agents: u32::try_from(agents.len()).unwrap_or(u32::MAX),
+        };
+        result.backlog = Some(Backlog {
+            node_agents: input.node_agents.max(1),
+            node_agents_checked: checked,
+            limit: limit.get(),
+            velero: simulate_backlog(&input, BacklogGate::Velero),
+            exact: simulate_backlog(&input, BacklogGate::Exact),
+        });
+    }
     let exact = (mode == Mode::Exact).then_some(ExactInput::Read(ExactView {
         ledger: &snapshot,
         node: GATE_NODE,
@@ -298,6 +342,7 @@ pub fn render(result: &Admissions, mode: SootheMode, movers: &DataMovers) -> Out
         "admit": result.admit(),
         "hold": result.hold(),
         "notGatedHere": result.not_gated_here.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+        "backlog": result.backlog.as_ref().map(backlog_document),
     });
     let mode_name = match mode {
         SootheMode::Optimistic => "optimistic",
@@ -345,10 +390,58 @@ pub fn render(result: &Admissions, mode: SootheMode, movers: &DataMovers) -> Out
             gated.chain(other),
         ));
     }
+    if let Some(backlog) = &result.backlog {
+        text.push_str(&backlog_text(backlog));
+    }
     Output {
         document,
         table: text,
     }
+}
+
+/// The JSON of one gate's drain.
+fn run_document(run: &BacklogRun, limit: u64) -> serde_json::Value {
+    let limit = load_soothe::Limit::new(limit);
+    json!({
+        "peak": run.peak(),
+        "overshoot": limit.map_or(0, |l| run.overshoot(l)),
+        "steps": run.steps.iter().map(|s| json!({
+            "inPreparation": s.in_preparation,
+            "admitted": s.admitted,
+            "waiting": s.waiting,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The JSON of the backlog: the unit, the node-agents, and per gate the
+/// peak, the overshoot and the steps.
+fn backlog_document(backlog: &Backlog) -> serde_json::Value {
+    json!({
+        "unit": "step",
+        "limit": backlog.limit,
+        "nodeAgents": backlog.node_agents,
+        "nodeAgentsFrom": if backlog.node_agents_checked { "nodes with a running node-agent pod" } else { "every Node (the input has no node-agent pod)" },
+        "velero": run_document(&backlog.velero, backlog.limit),
+        "exact": run_document(&backlog.exact, backlog.limit),
+    })
+}
+
+/// The backlog in two lines.
+fn backlog_text(backlog: &Backlog) -> String {
+    let line = |name: &str, run: &BacklogRun| {
+        format!(
+            "  {name}: peak {} in preparation ({} above the limit) over {} step(s)\n",
+            run.peak(),
+            run.peak().saturating_sub(backlog.limit),
+            run.steps.len()
+        )
+    };
+    format!(
+        "\nBacklog drained step by step (a load prepares for one step; in Velero's gate each of\n{} node-agent(s) decides one load per kind per step on its own count):\n{}{}",
+        backlog.node_agents,
+        line("Velero's gate", &backlog.velero),
+        line("exact gate", &backlog.exact)
+    )
 }
 
 /// Runs the command.

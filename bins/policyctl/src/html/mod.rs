@@ -1,5 +1,9 @@
 //! `-o html`: one self-contained page over a command's `-o json` document.
 //!
+//! `report` gets every view; `schedule` and `diagnose` the scheduling view,
+//! `capacity` the capacity view ([`Page`]), each drawn from that command's
+//! own document.
+//!
 //! The page embeds the document itself, byte for byte as `serde_json`
 //! writes it compactly (with every `<` written `\u003c`, so that no string
 //! in it can end the `<script>` element), in
@@ -80,7 +84,9 @@ const REPORT_VIEWS: &[View] = &[
         id: "queue",
         title: "Backup queue",
         legend: "Backups in the order the queue runs them: the concurrency slots first, then each queued backup at its \
-                 position, with the reason it waits (a namespace it shares with an earlier backup, or every slot taken).",
+                 position, with the reason it waits (a namespace it shares with an earlier backup, or every slot taken). \
+                 The timeline drains the queue over time in rounds (the input gives no durations): in each round every running \
+                 backup ends and the queue starts the next ones; dark: the round a backup runs in, light: the rounds it waits.",
         rules: &[
             rule("Q4.1", VELERO),
             rule("Q4.11", VELERO),
@@ -93,11 +99,14 @@ const REPORT_VIEWS: &[View] = &[
         id: "gate",
         title: "Prepare-queue gate",
         legend: "Loads in preparation against the prepare-queue limit: those already preparing, those the gate admits now, \
-                 and those it holds back, for the gate mode the report used.",
+                 and those it holds back, for the gate mode the report used. Below, the same backlog drains over time in steps \
+                 (the input gives no durations: a load prepares for one step): Velero's gate, where every node-agent decides one \
+                 load per kind per step on its own count and can go above the limit, beside the exact gate, which never does.",
         rules: &[
             rule("L3.8", VELERO),
             rule("L3.10", VELERO),
             rule("L3.13", VELERO),
+            rule("L3.14", VELERO),
         ],
     },
     View {
@@ -120,6 +129,97 @@ const REPORT_VIEWS: &[View] = &[
         rules: &[rule("C.40", SCHEDULER), rule("C.13", SCHEDULER)],
     },
 ];
+
+/// The view of `schedule -o html`.
+const SCHEDULE_VIEWS: &[View] = &[View {
+    id: "scheduling",
+    title: "Scheduling",
+    legend: "kube-scheduler's verdict on every Node for the pod: the first filter that rejects it, or each score plugin's \
+             normalised score and the weighted total; the chosen Node, or the FitError. With --all: where each unbound pod \
+             goes, in order, or why it stays unscheduled.",
+    rules: &[
+        rule("C.31", SCHEDULER),
+        rule("C.21", SCHEDULER),
+        rule("C.22", SCHEDULER),
+    ],
+}];
+
+/// The view of `diagnose -o html`.
+const DIAGNOSE_VIEWS: &[View] = &[View {
+    id: "scheduling",
+    title: "Scheduling",
+    legend: "Why the pod does or does not schedule, Node by Node: whether it fits, the first reason it does not, and \
+             every problem found (data-mover placement rules, node-agent, volume topology, taints, kube-scheduler's filters).",
+    rules: &[
+        rule("A2.2", VELERO),
+        rule("A2.26", VELERO),
+        rule("C.31", SCHEDULER),
+    ],
+}];
+
+/// The view of `capacity -o html`.
+const CAPACITY_VIEWS: &[View] = &[View {
+    id: "capacity",
+    title: "Capacity",
+    legend: "How many more copies of the pod fit, placed one by one with kube-scheduler's default profile until one fits \
+             nowhere: the copies per Node, the Nodes whose copies are not kept apart (a topology key missing), and what \
+             blocks the next copy.",
+    rules: &[rule("C.40", SCHEDULER), rule("C.13", SCHEDULER)],
+}];
+
+/// Which command's document a page draws, and so which views it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Page {
+    /// `report`: every view.
+    Report,
+    /// `schedule` (`--pod` or `--all`): the scheduling view.
+    Schedule,
+    /// `diagnose`: the scheduling view, Node by Node.
+    Diagnose,
+    /// `capacity`: the capacity view.
+    Capacity,
+}
+
+impl Page {
+    /// The page of a command, if it has one.
+    pub fn of(command: &crate::cli::Command) -> Option<Page> {
+        use crate::cli::Command;
+        match command {
+            Command::Report(_) => Some(Page::Report),
+            Command::Schedule(_) => Some(Page::Schedule),
+            Command::Diagnose(_) => Some(Page::Diagnose),
+            Command::Capacity(_) => Some(Page::Capacity),
+            _ => None,
+        }
+    }
+
+    /// The command's name (the page's `data-page`).
+    fn name(self) -> &'static str {
+        match self {
+            Page::Report => "report",
+            Page::Schedule => "schedule",
+            Page::Diagnose => "diagnose",
+            Page::Capacity => "capacity",
+        }
+    }
+
+    fn views(self) -> &'static [View] {
+        match self {
+            Page::Report => REPORT_VIEWS,
+            Page::Schedule => SCHEDULE_VIEWS,
+            Page::Diagnose => DIAGNOSE_VIEWS,
+            Page::Capacity => CAPACITY_VIEWS,
+        }
+    }
+}
+
+/// The commands with an `-o html` page, for messages.
+pub const PAGE_COMMANDS: &str = "`report`, `schedule`, `diagnose` and `capacity`";
+
+/// The page of `kind` over its command's `-o json` document.
+pub fn command_page(kind: Page, document: &Value) -> String {
+    page(kind, document)
+}
 
 /// The rule's link: its heading in `docs/behaviour/` of the repository.
 fn rule_link(rule: &Rule) -> String {
@@ -157,10 +257,12 @@ pub fn embedded_json(document: &Value) -> String {
 
 /// The page of `report -o html` over the report's `-o json` document.
 pub fn report_page(document: &Value) -> String {
-    page("policyctl report", REPORT_VIEWS, document)
+    page(Page::Report, document)
 }
 
-fn page(title: &str, views: &[View], document: &Value) -> String {
+fn page(kind: Page, document: &Value) -> String {
+    let title = &format!("policyctl {}", kind.name());
+    let views = kind.views();
     let mut html = String::with_capacity(64 * 1024);
     html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
@@ -170,7 +272,10 @@ fn page(title: &str, views: &[View], document: &Value) -> String {
     );
     html.push_str("<meta name=\"color-scheme\" content=\"light dark\">\n");
     html.push_str(&format!("<title>{}</title>\n", escape(title)));
-    html.push_str(&format!("<style>\n{STYLE}</style>\n</head>\n<body>\n"));
+    html.push_str(&format!(
+        "<style>\n{STYLE}</style>\n</head>\n<body data-page=\"{}\">\n",
+        kind.name()
+    ));
     html.push_str(&format!(
         "<header><h1>{}</h1><p id=\"summary\"></p></header>\n",
         escape(title)

@@ -3,6 +3,8 @@
 // (#data) alone. Large lists are paged, never emitted whole.
 (function () {
   var data = JSON.parse(document.getElementById("data").textContent);
+  // Which command's document this is: report, schedule, diagnose or capacity.
+  var PAGE_KIND = document.body.getAttribute("data-page") || "report";
   var SVGNS = "http://www.w3.org/2000/svg";
   var PAGE = 50;
 
@@ -94,6 +96,14 @@
 
   // ---- summary ----
   (function () {
+    if (PAGE_KIND !== "report") {
+      var subject = data.pod || (data.source && (data.source.workload || data.source.pod)) ||
+        (data.assignments ? keys(data.assignments).length + " unbound pod(s)" : "-");
+      document.getElementById("summary").textContent = "policyctl " + PAGE_KIND + " for " + subject +
+        (data.kubernetesVersion ? ", as kube-scheduler " + data.kubernetesVersion + " decides" : "") + "." +
+        (data.complete === false ? " The input is incomplete: the answer may be wrong (see the JSON's \"incomplete\")." : "");
+      return;
+    }
     var objects = data.objects || {};
     var parts = keys(objects).filter(function (k) { return objects[k] > 0; }).map(function (k) { return objects[k] + " " + k; });
     var options = data.options || {};
@@ -270,27 +280,49 @@
     var started = q.started || [], waiting = q.waiting || {};
     var queued = keys(q.backups).filter(function (b) { return q.backups[b].queuePosition > 0; })
       .sort(function (a, b) { return q.backups[a].queuePosition - q.backups[b].queuePosition; });
+    var drainRounds = q.drain ? q.drain.rounds : 0;
     root.appendChild(el("p", { id: "queue-summary", "data-started": started.length, "data-waiting": keys(waiting).length,
-      "data-slots": slots, "data-writes": q.writes },
-      [started.length + " started now, " + keys(waiting).length + " waiting, " + slots + " concurrent slot(s), " + q.writes + " status write(s)."]));
-    // Timeline: step 0 is what runs now; step k is queue position k.
-    var rows = started.map(function (b) { return { name: b, step: 0, kind: "b1" }; })
-      .concat(queued.map(function (b) { return { name: b, step: q.backups[b].queuePosition, kind: "b2" }; }));
-    if (rows.length) {
-      var steps = 1 + rows.reduce(function (m, r) { return Math.max(m, r.step); }, 0);
-      var width = 640, left = 220, rowH = 22, stepW = (width - left - 10) / steps, height = 30 + rows.length * rowH;
-      var alt = "Queue order: " + rows.map(function (r) { return r.name + (r.step ? " waits at position " + r.step : " runs now"); }).join("; ");
+      "data-slots": slots, "data-writes": q.writes, "data-rounds": drainRounds },
+      [started.length + " started now, " + keys(waiting).length + " waiting, " + slots + " concurrent slot(s), " + q.writes + " status write(s); the queue drains in " + drainRounds + " round(s)."]));
+    // Timeline of the drain: one column per round, one row per backup (in
+    // the order they run); a dark bar in the round it runs, light bars in
+    // the rounds it waits.
+    var d = q.drain;
+    if (d && d.order && d.order.length) {
+      var shown = d.order.slice(0, PAGE);
+      var rounds = Math.max(1, d.rounds);
+      var width = 640, left = 220, rowH = 22, stepW = (width - left - 10) / rounds, height = 30 + shown.length * rowH;
+      var byRound = [];
+      d.order.forEach(function (b) { var r = d.backups[b].start; (byRound[r] = byRound[r] || []).push(b); });
+      var alt = "Drain over " + d.rounds + " round(s)" + (shown.length < d.order.length ? " (the first " + shown.length + " of " + d.order.length + " backups drawn)" : "") + ": " +
+        byRound.map(function (names, r) { return "round " + r + " runs " + names.join(", "); }).join("; ");
       var svg = svgEl("svg", { id: "queue-timeline", viewBox: "0 0 " + width + " " + height, width: width, role: "img", "aria-label": alt }, [svgEl("title", {}, [alt])]);
-      for (var s = 0; s < steps; s += 1) {
-        svg.appendChild(svgEl("text", { x: left + s * stepW + 3, y: 12 }, [s === 0 ? "now" : "#" + s]));
+      var every = Math.max(1, Math.ceil(rounds / 20));
+      for (var s = 0; s < rounds; s += 1) {
+        if (s % every === 0) svg.appendChild(svgEl("text", { x: left + s * stepW + 3, y: 12 }, [s === 0 ? "round 0" : String(s)]));
         svg.appendChild(svgEl("line", { x1: left + s * stepW, x2: left + s * stepW, y1: 16, y2: height, "class": "grid" }));
       }
-      rows.forEach(function (r, i) {
-        var y = 18 + i * rowH;
-        svg.appendChild(svgEl("text", { x: left - 6, y: y + 15, "text-anchor": "end" }, [r.name]));
-        svg.appendChild(svgEl("rect", { x: left + r.step * stepW + 2, y: y + 3, width: stepW - 4, height: rowH - 6, "class": r.kind }));
+      shown.forEach(function (b, i) {
+        var e = d.backups[b], y = 18 + i * rowH;
+        svg.appendChild(svgEl("text", { x: left - 6, y: y + 15, "text-anchor": "end" }, [b]));
+        e.waits.forEach(function (w) {
+          svg.appendChild(svgEl("rect", { x: left + w.from * stepW + 1, y: y + 6, width: (w.to - w.from + 1) * stepW - 2, height: rowH - 12, "class": "b2 wait", "data-kind": w.kind },
+            [svgEl("title", {}, ["rounds " + w.from + "–" + w.to + ": " + w.reason])]));
+        });
+        svg.appendChild(svgEl("rect", { x: left + e.start * stepW + 1, y: y + 3, width: Math.max(2, stepW - 2), height: rowH - 6, "class": "b1 run", "data-backup": b, "data-start": e.start },
+          [svgEl("title", {}, [b + " runs in round " + e.start])]));
       });
       root.appendChild(svg);
+    }
+    function waited(b) {
+      var e = d && d.backups[b];
+      if (!e || !e.waits.length) return e ? "-" : "";
+      var parts = e.waits.map(function (w) {
+        var when = w.from === w.to ? "round " + w.from : "rounds " + w.from + "–" + w.to;
+        return when + ": " + (w.kind === "concurrencyLimit" ? "concurrency limit" : "namespace overlap with " + w.blocker);
+      });
+      if (e.waitsOmitted) parts.splice(parts.length - 1, 0, "… " + e.waitsOmitted + " more (see the JSON's waitsOmitted)");
+      return parts.join("; ");
     }
     var holder = el("div", {});
     root.appendChild(holder);
@@ -298,11 +330,13 @@
       return started.indexOf(b) < 0 && queued.indexOf(b) < 0;
     }));
     paged(holder, all, function (slice) {
-      return table("queue-table", ["backup", "phase", "position", "why it waits"], slice.map(function (b) {
+      return table("queue-table", ["backup", "phase", "position", "why it waits", ["runs in round", "the round of the drain it runs in"], "waited for"], slice.map(function (b) {
         var entry = q.backups[b];
+        var e = d && d.backups[b];
         return el("tr", { "data-backup": b }, [cell(b), cell(entry.phase),
           cell(entry.queuePosition || "-", { "class": "n pos" }),
-          cell(started.indexOf(b) >= 0 ? "starts now" : (waiting[b] || ""), { "class": "why" })]);
+          cell(started.indexOf(b) >= 0 ? "starts now" : (waiting[b] || ""), { "class": "why" }),
+          cell(e ? e.start : "-", { "class": "n round" }), cell(waited(b), { "class": "waited" })]);
       }));
     }, "backups");
   }
@@ -322,6 +356,7 @@
       { label: "in preparation + admitted", values: [s.inPreparation, admit.length], text: s.inPreparation + " preparing + " + admit.length + " admitted" },
       { label: "held back", values: [0, 0, hold.length], text: hold.length + " held" }
     ], "Prepare queue: " + s.inPreparation + " in preparation and " + admit.length + " admitted against a limit of " + limit + "; " + hold.length + " held", limit));
+    if (s.backlog) drawBacklog(root, s.backlog);
     var rows = admit.map(function (l) { return { load: l, verdict: "admit" }; })
       .concat(hold.map(function (l) { return { load: l, verdict: "hold" }; }))
       .concat((s.notGatedHere || []).map(function (l) { return { load: typeof l === "string" ? l : JSON.stringify(l), verdict: "not gated here" }; }));
@@ -334,9 +369,68 @@
     }, "loads");
   }
 
+  // The backlog drained step by step: per step, loads in preparation under
+  // Velero's gate (b3) beside the exact gate (b1), against the limit.
+  function drawBacklog(root, b) {
+    var v = b.velero.steps, x = b.exact.steps;
+    var n = Math.max(v.length, x.length);
+    // A gate whose backlog is empty has no step any more: "-" (no bar).
+    var at = function (steps, i, f) { return i < steps.length ? steps[i][f] : "-"; };
+    root.appendChild(el("h3", {}, ["Backlog over time: Velero's gate beside the exact gate"]));
+    root.appendChild(el("p", { id: "gate-backlog-summary", "data-velero-peak": b.velero.peak, "data-velero-overshoot": b.velero.overshoot,
+      "data-exact-peak": b.exact.peak, "data-exact-overshoot": b.exact.overshoot, "data-node-agents": b.nodeAgents,
+      "data-velero-steps": v.length, "data-exact-steps": x.length },
+      ["Velero's gate (" + b.nodeAgents + " node-agent(s), " + b.nodeAgentsFrom + ") peaks at " + b.velero.peak + " in preparation, " +
+        b.velero.overshoot + " above the limit of " + b.limit + ", and drains in " + v.length + " step(s); the exact gate peaks at " +
+        b.exact.peak + " and drains in " + x.length + " step(s)."]));
+    var shown = Math.min(n, 60);
+    var width = 640, left = 40, top = 10, plotH = 160, bottom = 34;
+    var max = Math.max(b.limit, b.velero.peak, b.exact.peak, 1);
+    var stepW = (width - left - 10) / shown, barW = Math.max(1, stepW / 2 - 1);
+    var y = function (val) { return top + plotH - val * plotH / max; };
+    var alt = "Loads in preparation per step (limit " + b.limit + "), Velero's gate / exact gate: " +
+      Array.from({ length: shown }, function (_, i) { return "step " + i + ": " + at(v, i, "inPreparation") + " / " + at(x, i, "inPreparation"); }).join("; ") +
+      " (-: that gate's backlog is already empty)" +
+      (shown < n ? "; and " + (n - shown) + " more step(s)" : "");
+    var svg = svgEl("svg", { id: "gate-backlog-chart", viewBox: "0 0 " + width + " " + (top + plotH + bottom), width: width, role: "img", "aria-label": alt }, [svgEl("title", {}, [alt])]);
+    svg.appendChild(svgEl("line", { x1: left, x2: width - 10, y1: top + plotH, y2: top + plotH, "class": "grid" }));
+    svg.appendChild(svgEl("text", { x: left - 4, y: top + plotH, "text-anchor": "end" }, ["0"]));
+    svg.appendChild(svgEl("text", { x: left - 4, y: top + 10, "text-anchor": "end" }, [String(max)]));
+    var every = Math.max(1, Math.ceil(shown / 20));
+    for (var i = 0; i < shown; i += 1) {
+      var x0 = left + i * stepW;
+      var vv = at(v, i, "inPreparation"), xv = at(x, i, "inPreparation");
+      if (i < v.length) svg.appendChild(svgEl("rect", { x: x0 + 1, y: y(vv), width: barW, height: top + plotH - y(vv), "class": "b3 velero", "data-step": i, "data-value": vv },
+        [svgEl("title", {}, ["step " + i + ", Velero's gate: " + vv + " in preparation"])]));
+      if (i < x.length) svg.appendChild(svgEl("rect", { x: x0 + 1 + barW, y: y(xv), width: barW, height: top + plotH - y(xv), "class": "b1 exact", "data-step": i, "data-value": xv },
+        [svgEl("title", {}, ["step " + i + ", exact gate: " + xv + " in preparation"])]));
+      if (i % every === 0) svg.appendChild(svgEl("text", { x: x0 + 2, y: top + plotH + 14 }, [String(i)]));
+    }
+    svg.appendChild(svgEl("line", { x1: left, x2: width - 10, y1: y(b.limit), y2: y(b.limit), "class": "limit" }));
+    svg.appendChild(svgEl("text", { x: width - 12, y: y(b.limit) - 3, "text-anchor": "end" }, ["limit " + b.limit]));
+    svg.appendChild(svgEl("rect", { x: left, y: top + plotH + 20, width: 10, height: 10, "class": "b3" }));
+    svg.appendChild(svgEl("text", { x: left + 14, y: top + plotH + 30 }, ["Velero's gate"]));
+    svg.appendChild(svgEl("rect", { x: left + 120, y: top + plotH + 20, width: 10, height: 10, "class": "b1" }));
+    svg.appendChild(svgEl("text", { x: left + 134, y: top + plotH + 30 }, ["exact gate"]));
+    root.appendChild(svg);
+    var holder = el("div", {});
+    root.appendChild(holder);
+    paged(holder, Array.from({ length: n }, function (_, i) { return i; }), function (slice) {
+      return table("gate-backlog", ["step", "Velero: in preparation", "Velero: admitted", "exact: in preparation", "exact: admitted", "limit"], slice.map(function (i) {
+        var over = i < v.length && v[i].inPreparation > b.limit;
+        return el("tr", { "data-step": i }, [cell(i, { "class": "n" }),
+          cell(at(v, i, "inPreparation"), { "class": "n velero" + (over ? " bad" : "") }), cell(at(v, i, "admitted"), { "class": "n" }),
+          cell(at(x, i, "inPreparation"), { "class": "n exact" }), cell(at(x, i, "admitted"), { "class": "n" }), cell(b.limit, { "class": "n" })]);
+      }));
+    }, "steps");
+  }
+
   // ---- Scheduling ----
   function drawScheduling(root) {
-    var s = data.scheduling;
+    if (PAGE_KIND === "diagnose") { drawDiagnosis(root); return; }
+    if (PAGE_KIND === "schedule" && data.assignments) { drawAssignments(root); return; }
+    var s = PAGE_KIND === "schedule" ? { pendingPods: 1, pods: {} } : data.scheduling;
+    if (PAGE_KIND === "schedule") s.pods[data.pod || "the pod"] = data;
     if (!s) { root.appendChild(el("p", { id: "scheduling-summary", "data-pending": 0 }, ["No pod is pending."])); return; }
     var pods = keys(s.pods);
     root.appendChild(el("p", { id: "scheduling-summary", "data-pending": s.pendingPods, "data-shown": pods.length },
@@ -355,7 +449,45 @@
         panel.hidden = open;
       });
       root.appendChild(el("div", {}, [button, panel]));
+      // A page for one pod opens its matrix.
+      if (PAGE_KIND === "schedule") button.click();
     });
+  }
+  // `schedule --all`: where each unbound pod goes, in order.
+  function drawAssignments(root) {
+    var a = data.assignments, why = data.unschedulable || {};
+    var pods = keys(a);
+    var placed = pods.filter(function (p) { return a[p] !== null; });
+    root.appendChild(el("p", { id: "scheduling-summary", "data-pending": pods.length, "data-placed": placed.length,
+      "data-unplaced": pods.length - placed.length },
+      [pods.length + " unbound pod(s): " + placed.length + " placed, " + (pods.length - placed.length) + " left unscheduled."]));
+    var holder = el("div", {});
+    root.appendChild(holder);
+    paged(holder, pods, function (slice) {
+      return table("schedule-all", ["pod", "Node", "why not"], slice.map(function (p) {
+        return el("tr", { "data-pod": p }, [cell(p), cell(a[p] === null ? "none" : a[p], { "class": "node-cell" + (a[p] === null ? " bad" : "") }),
+          cell(why[p] || "")]);
+      }));
+    }, "pods");
+  }
+  // `diagnose`: Node by Node, whether the pod fits and why not.
+  function drawDiagnosis(root) {
+    var nodes = keys(data.nodes);
+    var fits = nodes.filter(function (n) { return data.nodes[n].fits; });
+    root.appendChild(el("p", { id: "diagnose-summary", "data-nodes": nodes.length, "data-schedulable": (data.schedulable || []).length },
+      ["Pod " + data.pod + " (" + (data.phase || "-") + (data.nodeName ? ", on " + data.nodeName : "") + "): " + fits.length + " of " + nodes.length +
+        " Node(s) fit" + (fits.length ? ": " + fits.join(", ") : "") + "."]));
+    var holder = el("div", {});
+    root.appendChild(holder);
+    paged(holder, nodes, function (slice) {
+      return table("diagnose-table", ["Node", "fits", "first reason", "every problem"], slice.map(function (n) {
+        var e = data.nodes[n];
+        return el("tr", { "data-node": n }, [el("th", { scope: "row" }, [n]),
+          cell(e.fits ? "yes" : "no", { "class": "fits " + (e.fits ? "ok" : "bad"), "data-fits": e.fits }),
+          cell(e.reason || "-", { "class": "reason" }),
+          el("td", { "class": "problems", "data-count": (e.problems || []).length }, [el("ul", {}, (e.problems || []).map(function (p) { return el("li", {}, [p]); }))])]);
+      }));
+    }, "nodes");
   }
   // The score plugins' column headers, as `schedule --pod` prints them.
   var SHORT = {
@@ -385,7 +517,31 @@
   }
 
   // ---- Capacity ----
+  // `capacity`: copies of one pod placed until one fits nowhere.
+  function drawCopies(root) {
+    var nodes = keys(data.nodes);
+    var missing = data.nodesMissingTopologyKey || {};
+    var from = data.source ? (data.source.workload || data.source.pod) : "-";
+    root.appendChild(el("p", { id: "capacity-summary", "data-count": data.count, "data-nodes": nodes.length,
+      "data-not-kept-apart": data.copiesOnNodesMissingTopologyKey || 0 },
+      [data.count + " more cop" + (data.count === 1 ? "y" : "ies") + " of " + from + " fit" + (data.limitReached ? " (the search stopped at --max " + data.max + ")" : "") +
+        ", on " + nodes.length + " Node(s)" + (data.copiesOnNodesMissingTopologyKey ? "; " + data.copiesOnNodesMissingTopologyKey + " of them on Nodes without a topology key (not kept apart)" : "") + "."]));
+    if (nodes.length) root.appendChild(bars(nodes.map(function (n) {
+      return { label: n, values: missing[n] ? [0, 0, data.nodes[n]] : [data.nodes[n]], text: data.nodes[n] + (missing[n] ? " (not kept apart)" : "") };
+    }), "Copies per Node: " + nodes.map(function (n) { return n + " " + data.nodes[n]; }).join(", ")));
+    var holder = el("div", {});
+    root.appendChild(holder);
+    paged(holder, nodes, function (slice) {
+      return table("capacity-nodes", ["Node", "copies", "missing topology key"], slice.map(function (n) {
+        return el("tr", { "data-node": n }, [el("th", { scope: "row" }, [n]), cell(data.nodes[n], { "class": "n copies" }),
+          cell(missing[n] ? missing[n].join(", ") : "-", { "class": missing[n] ? "warn" : "" })]);
+      }));
+    }, "nodes");
+    root.appendChild(el("p", { id: "capacity-blocker" }, ["The next copy: " + (data.reason || "-")]));
+  }
+
   function drawCapacity(root) {
+    if (PAGE_KIND === "capacity") { drawCopies(root); return; }
     var spare = data.spareReplicas;
     var names = keys(spare);
     root.appendChild(el("p", { id: "capacity-summary", "data-workloads": names.length },

@@ -441,7 +441,8 @@ pub fn needs(command: &Command) -> Needs {
         Command::Affinity(_) => &[CONFIG, STORAGE, &[Kind::Node, Kind::DaemonSet]],
         // Wildcards of includedNamespaces resolve against the Namespaces.
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
-        Command::Soothe(_) => &[CONFIG, DATA_PATH],
+        // The backlog's node-agents are the Nodes with a node-agent pod.
+        Command::Soothe(_) => &[CONFIG, DATA_PATH, &[Kind::Node, Kind::Pod]],
         Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES],
         // The pod templates of `--workload` come from Deployments and
         // StatefulSets.

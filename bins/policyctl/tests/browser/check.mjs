@@ -4,6 +4,7 @@
 //   node check.mjs check PAGE.html DOCUMENT.json   the example's page: every check
 //   node check.mjs timing PAGE.html                 load time of a (large) page, as JSON
 //   node check.mjs screenshots PAGE.html DIR        one PNG per view into DIR
+//   node check.mjs command PAGE.html DOCUMENT.json  a page of schedule, diagnose or capacity
 //
 // Exits 1 with the failed check on standard error.
 import { chromium } from "playwright-core";
@@ -18,8 +19,21 @@ const ARGS = [
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ];
 const VIEWS = ["hosts", "movers", "queue", "gate", "scheduling", "capacity"];
+// The bundled example's drain (--concurrent-backups 1), worked out by hand
+// from examples/cluster/backups.yaml.
+// One slot: one backup per round, in queue order.
+// Loads in preparation per step of the example's backlog (limit 4, 3 in
+// preparation, 4 waiting): Velero's gate, then the exact gate.
+const EXAMPLE_BACKLOG = [[7], [4, 3]];
+const EXAMPLE_DRAIN = {
+  rounds: 6,
+  starts: {
+    "velero/payments-adhoc": 0, "velero/pre-upgrade-full": 1, "velero/teams-config": 2,
+    "velero/analytics-hourly-0108": 3, "velero/kube-system-etcd": 4, "velero/shop-orders-0109": 5,
+  },
+};
 
-const [mode, pagePath, third] = process.argv.slice(2);
+const [mode, pagePath, third, fourth] = process.argv.slice(2);
 const url = pathToFileURL(resolve(pagePath)).href;
 
 async function open(browser, scheme, viewport = { width: 1200, height: 800 }) {
@@ -163,6 +177,18 @@ async function check(browser, documentPath) {
     assert.equal(await page.$eval(`#queue-table tr[data-backup='${b}'] td.why`, (e) => e.textContent), q.waiting[b], `why ${b} waits`);
   }
   assert.equal(await page.$eval("#queue-table tr[data-backup='velero/payments-adhoc'] td.why", (e) => e.textContent), "starts now");
+  // The drain: rounds, and each backup's round in the table and the timeline.
+  const drain = q.drain;
+  assert.equal(drain.unit, "round");
+  assert.equal(Number(await attr(page, "#queue-summary", "data-rounds")), drain.rounds);
+  for (const b of drain.order) {
+    assert.equal(await page.$eval(`#queue-table tr[data-backup='${b}'] td.round`, (e) => Number(e.textContent)), drain.backups[b].start, `round of ${b}`);
+    assert.equal(Number(await attr(page, `#queue-timeline rect.run[data-backup='${b}']`, "data-start")), drain.backups[b].start, `timeline round of ${b}`);
+  }
+  assert.equal(await page.$$eval("#queue-timeline rect.wait", (rs) => rs.length),
+    drain.order.reduce((n, b) => n + drain.backups[b].waits.length, 0), "one light bar per stretch of waiting");
+  assert.deepEqual(EXAMPLE_DRAIN.rounds, drain.rounds, "the example's queue drains in this many rounds");
+  for (const [b, start] of Object.entries(EXAMPLE_DRAIN.starts)) assert.equal(drain.backups[b].start, start, `the example: ${b} runs in round ${start}`);
   await layout(page, "queue");
 
   // Prepare-queue gate.
@@ -173,6 +199,22 @@ async function check(browser, documentPath) {
   assert.equal(Number(await attr(page, "#gate-summary", "data-admit")), s.admit.length);
   assert.equal(Number(await attr(page, "#gate-summary", "data-hold")), s.hold.length);
   assert.deepEqual([s.inPreparation, s.prepareQueueLength, s.admit.length, s.hold.length], [3, 4, 1, 3], "the example's gate");
+  // The backlog over time: the numbers of the summary, the chart and the table.
+  const b = s.backlog;
+  assert.equal(b.unit, "step");
+  assert.equal(Number(await attr(page, "#gate-backlog-summary", "data-velero-peak")), b.velero.peak);
+  assert.equal(Number(await attr(page, "#gate-backlog-summary", "data-velero-overshoot")), b.velero.overshoot);
+  assert.equal(Number(await attr(page, "#gate-backlog-summary", "data-exact-peak")), b.exact.peak);
+  assert.equal(Number(await attr(page, "#gate-backlog-summary", "data-node-agents")), b.nodeAgents);
+  for (const [gate, steps] of [["velero", b.velero.steps], ["exact", b.exact.steps]]) {
+    const drawn = await page.$$eval(`#gate-backlog-chart rect.${gate}`, (rs) => rs.map((r) => Number(r.getAttribute("data-value"))));
+    assert.deepEqual(drawn, steps.slice(0, 60).map((x) => x.inPreparation), `${gate}: chart bars`);
+    const cells = await page.$$eval(`#gate-backlog td.${gate}`, (cs) => cs.map((c) => Number(c.textContent)));
+    assert.deepEqual(cells.slice(0, steps.length), steps.map((x) => x.inPreparation), `${gate}: table cells`);
+  }
+  assert.deepEqual([b.velero.steps.map((x) => x.inPreparation), b.exact.steps.map((x) => x.inPreparation)], EXAMPLE_BACKLOG,
+    "the example's backlog: Velero's gate overshoots, the exact gate does not");
+  assert.ok(b.exact.peak <= s.prepareQueueLength && b.velero.overshoot > 0);
   await layout(page, "gate");
 
   // Scheduling: expand a pod's Node × plugin matrix with the keyboard.
@@ -238,6 +280,68 @@ async function check(browser, documentPath) {
   console.log("ok: the page passed every check");
 }
 
+// The page of `schedule`, `diagnose` or `capacity` (body[data-page]): one
+// view, its numbers read from the DOM against the command's document, no
+// console error, no request.
+async function command(browser, documentPath, name) {
+  const expected = JSON.parse(readFileSync(documentPath, "utf8"));
+  const { context, page, problems, requests } = await open(browser, "light");
+  const embedded = await page.$eval("#data", (e) => JSON.parse(e.textContent));
+  assert.deepEqual(embedded, expected, "the embedded document is the -o json document");
+  const kind = await page.$eval("body", (b) => b.getAttribute("data-page"));
+  const views = await page.$$eval("[role=tabpanel]", (ps) => ps.map((p) => p.id));
+  if (kind === "capacity") {
+    assert.deepEqual(views, ["view-capacity"], "capacity has the capacity view only");
+    assert.equal(Number(await attr(page, "#capacity-summary", "data-count")), expected.count);
+    for (const n of keys(expected.nodes)) {
+      assert.equal(await page.$eval(`#capacity-nodes tr[data-node='${n}'] td.copies`, (e) => Number(e.textContent)), expected.nodes[n], `copies on ${n}`);
+    }
+    assert.equal(await page.$eval("#capacity-blocker", (e) => e.textContent), "The next copy: " + (expected.reason || "-"));
+    if (name === "web") assert.deepEqual([expected.count, expected.nodes], [108, { "worker-b3": 108 }], "the example's Deployment shop/web");
+    await layout(page, "capacity");
+  } else if (kind === "diagnose") {
+    assert.deepEqual(views, ["view-scheduling"], "diagnose has the scheduling view only");
+    assert.equal(Number(await attr(page, "#diagnose-summary", "data-schedulable")), expected.schedulable.length);
+    for (const n of keys(expected.nodes)) {
+      const row = `#diagnose-table tr[data-node='${n}']`;
+      assert.equal(await attr(page, `${row} td.fits`, "data-fits"), String(expected.nodes[n].fits), `fits on ${n}`);
+      assert.equal(Number(await attr(page, `${row} td.problems`, "data-count")), expected.nodes[n].problems.length, `problems on ${n}`);
+    }
+    if (name === "web") assert.deepEqual(expected.schedulable, ["worker-b3"], "the example's pod fits worker-b3 only");
+    await layout(page, "scheduling");
+  } else if (kind === "schedule" && expected.assignments) {
+    assert.deepEqual(views, ["view-scheduling"], "schedule has the scheduling view only");
+    const pods = keys(expected.assignments);
+    assert.equal(Number(await attr(page, "#scheduling-summary", "data-pending")), pods.length);
+    for (const p of pods) {
+      assert.equal(await page.$eval(`#schedule-all tr[data-pod='${p}'] td.node-cell`, (e) => e.textContent), expected.assignments[p] === null ? "none" : expected.assignments[p], `node of ${p}`);
+    }
+    if (name === "all") assert.equal(expected.assignments["shop/web-7c9f8d6b5-r9t2x"], "worker-b3");
+    await layout(page, "scheduling");
+  } else if (kind === "schedule") {
+    assert.deepEqual(views, ["view-scheduling"], "schedule has the scheduling view only");
+    // The one pod's matrix is open.
+    const rows = await page.$$eval(`button.pod[data-pod='${expected.pod}'] + .matrix-panel tr[data-node]`, (rs) => rs.map((r) => ({
+      node: r.getAttribute("data-node"), chosen: r.classList.contains("chosen"),
+      verdict: r.querySelector("[data-verdict]").getAttribute("data-verdict"),
+    })));
+    const nodes = keys(expected.unschedulable).concat(expected.feasible).sort();
+    assert.deepEqual(rows.map((r) => r.node), nodes, "one row per Node");
+    for (const r of rows) {
+      assert.equal(r.verdict, expected.unschedulable[r.node] ? "rejected" : "feasible", `verdict on ${r.node}`);
+      assert.equal(r.chosen, r.node === expected.selected);
+    }
+    if (name === "web") assert.equal(expected.selected, "worker-b3");
+    await layout(page, "scheduling");
+  } else {
+    throw new Error(`unexpected page ${kind}`);
+  }
+  assert.deepEqual(problems, [], "no console error");
+  assert.deepEqual(requests, [url], "no request but the page itself");
+  await context.close();
+  console.log(`ok: the ${kind} page passed every check`);
+}
+
 async function timing(browser) {
   const runs = [];
   let last;
@@ -271,6 +375,7 @@ async function screenshots(browser, dir) {
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 try {
   if (mode === "check") await check(browser, third);
+  else if (mode === "command") await command(browser, third, fourth);
   else if (mode === "timing") await timing(browser);
   else if (mode === "screenshots") await screenshots(browser, third);
   else throw new Error(`unknown mode ${mode}: check, timing or screenshots`);
