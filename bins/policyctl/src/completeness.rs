@@ -194,9 +194,11 @@ pub fn answers(command: &Command, global: &GlobalArgs) -> Vec<Answer> {
             .collect()
     };
     let reads_host_inventory = kinds::reads_host_inventory(command);
-    if let Command::Report(_) = command {
+    if let Command::Report(args) = command {
         return REPORT_SECTIONS
             .iter()
+            // The `vnf` section is there only with `--vnfd`.
+            .filter(|&&(key, ..)| key != "vnf" || args.vnfd.is_some())
             .map(|&(key, title, groups)| Answer {
                 key,
                 title,
