@@ -140,13 +140,24 @@ fn report_error(error: CommandError, stderr: &mut dyn Write) -> Exit {
     }
 }
 
+/// The HTML page of a command, if it has one.
+fn page_of(command: &Command) -> Option<html::Page> {
+    match command {
+        Command::Report(_) => Some(html::Page::Report),
+        Command::Schedule(_) => Some(html::Page::Schedule),
+        Command::Diagnose(_) => Some(html::Page::Diagnose),
+        Command::Capacity(_) => Some(html::Page::Capacity),
+        _ => None,
+    }
+}
+
 fn try_run(
     cli: &Cli,
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Exit, Failed> {
-    let page = html::Page::of(&cli.command);
+    let page = page_of(&cli.command);
     if cli.global.output == OutputFormat::Html && page.is_none() {
         return Err(CommandError::Usage(format!(
             "-o html is available for {} only; use -o table, json or yaml",

@@ -181,18 +181,6 @@ pub enum Page {
 }
 
 impl Page {
-    /// The page of a command, if it has one.
-    pub fn of(command: &crate::cli::Command) -> Option<Page> {
-        use crate::cli::Command;
-        match command {
-            Command::Report(_) => Some(Page::Report),
-            Command::Schedule(_) => Some(Page::Schedule),
-            Command::Diagnose(_) => Some(Page::Diagnose),
-            Command::Capacity(_) => Some(Page::Capacity),
-            _ => None,
-        }
-    }
-
     /// The command's name (the page's `data-page`).
     fn name(self) -> &'static str {
         match self {
