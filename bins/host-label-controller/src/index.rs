@@ -25,7 +25,7 @@ use capi_api::{
 use kube_adapters::capi::{ClusterApiObjects, host_map};
 
 use crate::source;
-use anti_affinity_placement::tacker::servers::hosts_of_nodes;
+use anti_affinity_placement::tacker::servers::{hosts_of_nodes, node_addresses};
 
 /// Host information from the inventory ConfigMap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -146,15 +146,10 @@ impl HostIndex {
                 source::HostInfo::Servers(servers) => hosts_of_nodes(
                     servers,
                     self.nodes.values().map(|node| {
-                        let addresses = node
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.addresses.as_ref())
-                            .into_iter()
-                            .flatten()
-                            .map(|a| a.address.clone())
-                            .collect();
-                        (node.metadata.name.as_deref().unwrap_or_default(), addresses)
+                        (
+                            node.metadata.name.as_deref().unwrap_or_default(),
+                            node_addresses(node),
+                        )
                     }),
                 ),
             },

@@ -246,9 +246,7 @@ fn plan_with_the_cnf_joins_hosts_workers_and_pods() {
 /// with the report's own input (E.8).
 #[test]
 fn report_with_a_vnfd_has_the_vnf_section_of_vnf_plan() {
-    let plan = ok(&[
-        "vnf",
-        "plan",
+    let inputs = [
         "--vnfd",
         &example("Definitions"),
         "--servers",
@@ -259,36 +257,20 @@ fn report_with_a_vnfd_has_the_vnf_section_of_vnf_plan() {
         &example("cnf.yaml"),
         "-o",
         "json",
-    ]);
-    let report = ok(&[
-        "report",
-        "--vnfd",
-        &example("Definitions"),
-        "--servers",
-        &example("servers.json"),
-        "-f",
-        &example("nodes.yaml"),
-        "-f",
-        &example("cnf.yaml"),
-        "-o",
-        "json",
-    ]);
-    let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
-    let report: Value = serde_json::from_str(&report.stdout).unwrap();
-    let mut section = report["vnf"].clone();
-    // The command's own completeness fields are the report's.
-    for key in ["complete", "incomplete", "inputs"] {
-        if let Some(fields) = section.as_object_mut() {
-            fields.remove(key);
+    ];
+    // The completeness fields are each command's own.
+    let document = |args: &[&str]| {
+        let mut value: Value = serde_json::from_str(&ok(args).stdout).unwrap();
+        for key in ["complete", "incomplete", "inputs"] {
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove(key);
+            }
         }
-    }
-    let mut whole = plan.clone();
-    for key in ["complete", "incomplete", "inputs"] {
-        if let Some(fields) = whole.as_object_mut() {
-            fields.remove(key);
-        }
-    }
-    assert_eq!(section, whole);
+        value
+    };
+    let plan = document(&[&["vnf", "plan"][..], &inputs].concat());
+    let report = document(&[&["report"][..], &inputs].concat());
+    assert_eq!(report["vnf"], plan);
     assert_eq!(report["vnf"]["cnf"][0]["sharedHosts"][0], "compute-c");
 }
 

@@ -15,7 +15,7 @@ use anti_affinity_placement::tacker::layers::{
 use anti_affinity_placement::tacker::plan::{
     CIS_NODE_LABEL, ComputeHost, LabelState, NodeLabel, Plan, Server, plan,
 };
-use anti_affinity_placement::tacker::servers::servers_from_listing;
+use anti_affinity_placement::tacker::servers::{node_addresses, servers_from_listing};
 use anti_affinity_placement::tacker::translate::{Translation, translate};
 use anti_affinity_placement::tacker::vnfd::{Vnfd, read_vnfd};
 use serde_json::{Value, json};
@@ -499,15 +499,7 @@ fn cnf_layers(
                     .as_ref()
                     .and_then(|l| l.get(CIS_NODE_LABEL))
                     .cloned(),
-                addresses: n
-                    .object
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.addresses.as_ref())
-                    .into_iter()
-                    .flatten()
-                    .map(|a| a.address.clone())
-                    .collect(),
+                addresses: node_addresses(&n.object),
             })
         })
         .collect();

@@ -129,6 +129,17 @@ pub fn servers_from_listing(listing: &str) -> Result<Vec<Server>, ServerListErro
     Ok(servers)
 }
 
+/// A Node's `status.addresses`, of any type.
+pub fn node_addresses(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.addresses.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|a| a.address.clone())
+        .collect()
+}
+
 /// Node name → compute host: the server holding one of the Node's
 /// addresses, else the server named as the Node. `nodes` gives each Node's
 /// name and `status.addresses`.
