@@ -20,10 +20,10 @@
 //!   with the same FitError (kube-scheduler's message goes on with its
 //!   PostFilter's text: the preemption attempt, or ` not found` after a
 //!   PreFilter rejection);
-//! - **tie**: another node, but one of the nodes of highest total that
-//!   `schedule --pod` gives for the pod on the cluster as the real
-//!   scheduler left it before that pod (kube-scheduler picks at random
-//!   among tied nodes, and one tie changes what follows);
+//! - **tie**: another node, but one of the nodes of highest total that the
+//!   simulator (the library `schedule` runs) gives for the pod on the
+//!   cluster as the real scheduler left it before that pod (kube-scheduler
+//!   picks at random among tied nodes, and one tie changes what follows);
 //! - **mismatch**: anything else, which fails the test with both answers.
 //!
 //! `SCHEDULE_ALL_DUMP_PODS` and `SCHEDULE_ALL_DUMP_NODES` (default 1,000 and
@@ -38,8 +38,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
+use kube_scheduler_sim::{ClusterState, Options, StorageObjects, Workloads};
 use kube_testbed::Testbed;
 use serde_json::{Value, json};
 use testkit::cluster_dump::{DumpFormat, DumpShape, dump};
@@ -291,37 +293,64 @@ fn schedule_all(files: &[PathBuf]) -> Value {
     serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.stdout))
 }
 
-/// The nodes of highest total `schedule --pod` gives for `pod` on the
-/// objects (every feasible node when there is only one, or none).
-fn top_nodes(objects: &[Value], pod: &str, dir: &Path) -> Vec<String> {
-    let file = dir.join("state.json");
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
-    std::fs::write(&file, list.to_string()).unwrap_or_else(|e| panic!("{file:?}: {e}"));
-    let run = common::ok(&[
-        "schedule",
-        "--pod",
-        pod,
-        "-o",
-        "json",
-        "-f",
-        file.to_str().unwrap_or_default(),
-    ]);
-    let result: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let feasible: Vec<String> = result["feasible"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n.as_str().map(str::to_owned))
-        .collect();
-    let total = |node: &str| result["totals"][node].as_i64();
-    let best = feasible.iter().filter_map(|n| total(n)).max();
+/// The objects of `kind` as typed objects.
+fn typed<K: serde::de::DeserializeOwned>(objects: &[Value], kind: &str) -> Vec<K> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == kind)
+        .map(|o| serde_json::from_value(o.clone()).unwrap_or_else(|e| panic!("{kind}: {e}")))
+        .collect()
+}
+
+/// The simulator over the settled objects, following the real placements
+/// one pod at a time.
+fn follower(settled: &[Value]) -> ClusterState {
+    let mut state = ClusterState::new(
+        &typed(settled, "Node"),
+        &typed(settled, "Namespace"),
+        &typed(settled, "Pod"),
+        true,
+    );
+    state.add_workloads(&Workloads {
+        services: typed(settled, "Service"),
+        replication_controllers: typed(settled, "ReplicationController"),
+        replica_sets: typed(settled, "ReplicaSet"),
+        stateful_sets: typed(settled, "StatefulSet"),
+    });
+    state.set_storage(&StorageObjects {
+        claims: typed(settled, "PersistentVolumeClaim"),
+        volumes: typed(settled, "PersistentVolume"),
+        classes: typed(settled, "StorageClass"),
+        csi_nodes: typed(settled, "CSINode"),
+    });
+    state
+}
+
+/// The feasible nodes of highest total for `pod` (every feasible node when
+/// none is scored).
+fn top_nodes(state: &ClusterState, pod: &Pod) -> Vec<String> {
+    let result = state
+        .evaluate(pod, &Options::default())
+        .unwrap_or_else(|e| panic!("evaluating {:?}: {e}", pod.metadata.name));
+    let best = result
+        .feasible
+        .iter()
+        .filter_map(|n| result.totals.get(n))
+        .max()
+        .copied();
     match best {
-        None => feasible,
-        Some(best) => feasible
-            .into_iter()
-            .filter(|n| total(n) == Some(best))
+        None => result.feasible.clone(),
+        Some(best) => result
+            .feasible
+            .iter()
+            .filter(|n| result.totals.get(*n) == Some(&best))
+            .cloned()
             .collect(),
     }
+}
+
+fn typed_pod(pod: &Value) -> Pod {
+    serde_json::from_value(pod.clone()).unwrap_or_else(|e| panic!("a pod: {e}"))
 }
 
 /// Loads `objects` into a fresh bed with kube-scheduler, lets it place the
@@ -398,13 +427,7 @@ async fn compare(what: &str, objects: Vec<Value>, files: &[PathBuf]) -> Tally {
 
     // Each pod against the simulator; the state of a tie check is the
     // cluster as the real scheduler left it before the pod.
-    let dir = bed.dir().join("schedule-all");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let mut state: Vec<Value> = objects
-        .iter()
-        .filter(|o| !is_pending_pod(o))
-        .cloned()
-        .collect();
+    let mut state = follower(&settled);
     let mut tally = Tally::default();
     for pod in &order {
         tally.pods += 1;
@@ -416,11 +439,7 @@ async fn compare(what: &str, objects: Vec<Value>, files: &[PathBuf]) -> Tally {
                 Some(true)
             }
             (Real::Node(node), _, _) => {
-                let top = top_nodes(
-                    &[state.clone(), vec![pending[pod].clone()]].concat(),
-                    pod,
-                    &dir,
-                );
+                let top = top_nodes(&state, &typed_pod(&pending[pod]));
                 if tally.tie == 0 {
                     eprintln!(
                         "{what}: first tie at pod {} of {}, {pod}: kube-scheduler chose {node}, \
@@ -442,10 +461,12 @@ async fn compare(what: &str, objects: Vec<Value>, files: &[PathBuf]) -> Tally {
             )),
         }
         // The pod as the real scheduler left it, for the pods after it.
-        let mut placed = pending[pod].clone();
         if let Real::Node(node) = &real[pod] {
+            let mut placed = pending[pod].clone();
             placed["spec"]["nodeName"] = json!(node);
-            state.push(placed);
+            if let Err(error) = state.add_pod(&typed_pod(&placed)) {
+                panic!("{what}: the simulator refused {pod} on {node}: {error}");
+            }
         }
     }
     eprintln!(
