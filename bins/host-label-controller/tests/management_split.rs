@@ -302,7 +302,10 @@ mod all_clusters {
     /// The leadership's write fence covers the workload clusters' clients
     /// too: once it closes (as when the Lease is lost), a Machine that
     /// moves is not followed by a label write to its workload cluster, nor
-    /// by a status write to the management cluster; reads go on.
+    /// by a status write to the management cluster. (That reads still pass
+    /// the closed fence is controller-kit's fence tests' to show: here the
+    /// loop reads from its watches' caches and need not send a request in
+    /// the window, so asserting one was timing, not behaviour.)
     #[tokio::test]
     async fn a_closed_write_fence_stops_the_writes_to_every_cluster() {
         let management = FakeApi::new();
@@ -374,11 +377,6 @@ mod all_clusters {
                 "{what} cluster written after the fence closed: {writes:?}"
             );
         }
-        assert!(
-            w1.requests().iter().any(|r| r.method == "GET"),
-            "the workload cluster is still read"
-        );
-
         shutdown.trigger(ShutdownReason::Requested);
         let _ = task.await.unwrap();
     }
