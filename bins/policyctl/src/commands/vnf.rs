@@ -17,7 +17,7 @@ use anti_affinity_placement::tacker::plan::{
 };
 use anti_affinity_placement::tacker::servers::{node_addresses, servers_from_listing};
 use anti_affinity_placement::tacker::translate::{Translation, translate};
-use anti_affinity_placement::tacker::vnfd::{Vnfd, read_vnfd};
+use anti_affinity_placement::tacker::vnfd::{LoadResult, Vnfd, read_vnfd};
 use serde_json::{Value, json};
 
 use crate::cli::{GlobalArgs, VnfAction, VnfPlanArgs, VnfdArgs};
@@ -29,18 +29,21 @@ fn input_error(message: String) -> CommandError {
     CommandError::Input(message)
 }
 
+/// Reads a file a VNFD imports or a BaseHOT instantiates: `None` when
+/// there is no such file.
+fn load_file(name: &str) -> LoadResult {
+    match std::fs::read_to_string(name) {
+        Ok(text) => Ok(Some(text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 /// Reads the VNFD of `--vnfd`: a file with its imports, or every YAML file
 /// of a directory (each file once, imports included).
 pub fn read(args: &VnfdArgs) -> Result<Vnfd, CommandError> {
     let path = &args.vnfd;
     let shown = path.display().to_string();
-    let mut loader = |name: &str| -> Result<Option<String>, String> {
-        match std::fs::read_to_string(name) {
-            Ok(text) => Ok(Some(text)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error.to_string()),
-        }
-    };
     let (entry, text) = if path.is_dir() {
         let mut files: Vec<String> = std::fs::read_dir(path)
             .map_err(|error| input_error(format!("--vnfd {shown}: {error}")))?
@@ -60,7 +63,7 @@ pub fn read(args: &VnfdArgs) -> Result<Vnfd, CommandError> {
             .map_err(|error| input_error(format!("--vnfd {shown}: {error}")))?;
         (shown.clone(), text)
     };
-    read_vnfd(&entry, &text, &mut loader, args.flavour.as_deref()).map_err(|error| {
+    read_vnfd(&entry, &text, &mut load_file, args.flavour.as_deref()).map_err(|error| {
         let hint = if matches!(
             error,
             anti_affinity_placement::tacker::vnfd::VnfdError::Flavours { .. }
@@ -78,14 +81,7 @@ fn read_base_hot_file(path: &Path) -> Result<BaseHot, CommandError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|error| input_error(format!("--base-hot {shown}: {error}")))?;
-    let mut loader = |name: &str| -> Result<Option<String>, String> {
-        match std::fs::read_to_string(name) {
-            Ok(text) => Ok(Some(text)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error.to_string()),
-        }
-    };
-    read_base_hot(&shown, &text, &mut loader).map_err(|error| input_error(error.to_string()))
+    read_base_hot(&shown, &text, &mut load_file).map_err(|error| input_error(error.to_string()))
 }
 
 fn base_hot_findings_table(hot: &BaseHot) -> String {
@@ -273,29 +269,22 @@ pub fn plan_with(
             "vnf plan needs the compute hosts: give --hypervisors (openstack hypervisor list -f json) or --servers (openstack server list --long -f json)".to_owned(),
         ));
     }
-    let nodes = inventory.map(|inventory| {
-        inventory
-            .nodes
-            .values()
-            .filter_map(|n| {
-                Some(NodeLabel {
-                    name: n.object.metadata.name.clone()?,
-                    host: n
-                        .object
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(CIS_NODE_LABEL))
-                        .cloned(),
-                })
+    let labelled = inventory.map(labelled_nodes);
+    let nodes = labelled.as_ref().map(|labelled| {
+        labelled
+            .iter()
+            .map(|n| NodeLabel {
+                name: n.name.clone(),
+                host: n.host_label.clone(),
             })
             .collect::<Vec<_>>()
     });
     let plan = plan(&vnfd, &translation, &hosts, &servers, nodes.as_deref())
         .map_err(|error| input_error(error.to_string()))?;
-    let layers = inventory
-        .map(|inventory| cnf_layers(inventory, &plan, &servers))
-        .unwrap_or_default();
+    let layers = match (inventory, &labelled) {
+        (Some(inventory), Some(labelled)) => cnf_layers(inventory, &plan, &servers, labelled),
+        _ => Vec::new(),
+    };
     plan_output(&vnfd, &translation, base_hot.as_ref(), &plan, &layers)
 }
 
@@ -396,12 +385,34 @@ fn read_servers(path: &Path) -> Result<Vec<Server>, CommandError> {
     servers_from_listing(&text).map_err(|error| input_error(format!("--servers {shown}: {error}")))
 }
 
+/// The Nodes of `-f` with their `CIS-node` label and addresses.
+fn labelled_nodes(inventory: &manifest::Inventory) -> Vec<LabelledNode> {
+    inventory
+        .nodes
+        .values()
+        .filter_map(|n| {
+            Some(LabelledNode {
+                name: n.object.metadata.name.clone()?,
+                host_label: n
+                    .object
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(CIS_NODE_LABEL))
+                    .cloned(),
+                addresses: node_addresses(&n.object),
+            })
+        })
+        .collect()
+}
+
 /// The CNF's workloads (Deployments and StatefulSets of `-f`) and their
 /// pods, joined with the Nodes, the workers and the compute hosts (E.8).
 fn cnf_layers(
     inventory: &manifest::Inventory,
     plan: &Plan,
     servers: &[Server],
+    nodes: &[LabelledNode],
 ) -> Vec<WorkloadLayer> {
     use k8s_openapi::api::core::v1::PodSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -486,24 +497,7 @@ fn cnf_layers(
             }
         })
         .collect();
-    let nodes: Vec<LabelledNode> = inventory
-        .nodes
-        .values()
-        .filter_map(|n| {
-            Some(LabelledNode {
-                name: n.object.metadata.name.clone()?,
-                host_label: n
-                    .object
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(CIS_NODE_LABEL))
-                    .cloned(),
-                addresses: node_addresses(&n.object),
-            })
-        })
-        .collect();
-    join_layers(plan, servers, &nodes, &workloads, &pods)
+    join_layers(plan, servers, nodes, &workloads, &pods)
 }
 
 fn plan_output(

@@ -277,16 +277,15 @@ async fn late_choice(client: &kube::Client, pod: &Pod) -> Option<String> {
 async fn decision(pods: &Api<Pod>, name: &str) -> Real {
     let started = Instant::now();
     loop {
-        if let Ok(pod) = pods.get(name).await
-            && let Some(real) = real_of(&pod)
-        {
-            return real;
-        }
-        if let Ok(pod) = pods.get(name).await
-            && generate::mounts_late_claim(&pod)
-            && let Some(node) = late_choice(&pods.clone().into_client(), &pod).await
-        {
-            return Real::Bound(node);
+        if let Ok(pod) = pods.get(name).await {
+            if let Some(real) = real_of(&pod) {
+                return real;
+            }
+            if generate::mounts_late_claim(&pod)
+                && let Some(node) = late_choice(&pods.clone().into_client(), &pod).await
+            {
+                return Real::Bound(node);
+            }
         }
         assert!(
             started.elapsed() < DECISION_LIMIT,
