@@ -81,7 +81,8 @@ pub struct RunArgs {
 
     /// Seconds a ReadyToStart backup may wait for Velero to start it before
     /// it is nudged with a metadata-only update (Velero starts backups only
-    /// on Update events); repeated with backoff. 0 turns the nudge off.
+    /// on Update events); repeated every SECONDS while it waits. 0 turns the
+    /// nudge off.
     #[arg(
         long,
         env = "PICKUP_TIMEOUT_SECONDS",

@@ -97,9 +97,13 @@ pub async fn run_with(
         settings.retry_backoff = config.retry_backoff;
         settings.max_retry_backoff = config.max_retry_backoff;
         if !config.pickup_timeout.is_zero() {
-            // Pass often enough to nudge within a quarter of the timeout.
-            settings.resync =
-                Some((config.pickup_timeout / 4).max(std::time::Duration::from_millis(20)));
+            // Pass often enough to nudge within half a second (or a quarter
+            // of a shorter timeout) of the nudge being due.
+            settings.resync = Some(
+                (config.pickup_timeout / 4)
+                    .min(std::time::Duration::from_millis(500))
+                    .max(std::time::Duration::from_millis(20)),
+            );
         }
         // Pass often enough to notice Velero's queue controller being
         // disabled (the Deployment is read again at most this often).

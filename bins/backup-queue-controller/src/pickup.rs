@@ -6,9 +6,11 @@
 //! of the queue. A `ReadyToStart` Backup that has not moved on within
 //! `--pickup-timeout` is therefore nudged: a metadata-only merge patch
 //! setting [`PICKUP_ANNOTATION`] to the time, which is exactly the Update
-//! event Velero reacts to. It is repeated with backoff (the timeout
-//! doubling per nudge, at most [`MAX_BACKOFF`]) while the Backup stays
-//! `ReadyToStart`.
+//! event Velero reacts to. It is repeated every `--pickup-timeout` while
+//! the Backup stays `ReadyToStart`: a running Velero moves a nudged Backup
+//! on at once, so a Backup still waiting means Velero is not there yet,
+//! and a constant interval bounds the wait after Velero comes back by the
+//! timeout (a backoff would stretch it to the longest backoff).
 //!
 //! How long a Backup has been `ReadyToStart` is read from the objects, so
 //! it survives a restart of this controller: the time of the last nudge
@@ -30,9 +32,6 @@ use crate::index::QueueIndex;
 /// The annotation a nudge sets (to the time of the nudge, RFC 3339).
 pub const PICKUP_ANNOTATION: &str = "backup-queue.placement-policies.io/pickup-nudged-at";
 
-/// The longest wait between two nudges of one Backup.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
-
 /// One nudge to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nudge {
@@ -46,16 +45,6 @@ pub struct Nudge {
     /// How long the Backup has been waiting since it became ready or was
     /// last nudged.
     pub waited: Duration,
-}
-
-/// The wait before nudge number `attempt + 1`: `timeout`, doubled per
-/// earlier nudge, at most [`MAX_BACKOFF`] (but never below `timeout`).
-pub fn backoff(timeout: Duration, attempt: u32) -> Duration {
-    let factor = 1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX);
-    timeout
-        .checked_mul(factor)
-        .unwrap_or(MAX_BACKOFF)
-        .min(MAX_BACKOFF.max(timeout))
 }
 
 /// Since when `backup` has been waiting to be picked up (see the module docs).
@@ -77,8 +66,8 @@ pub fn waiting_since(backup: &Backup) -> Option<Timestamp> {
 }
 
 /// The nudges due at `now`: every `ReadyToStart` Backup waiting for at
-/// least [`backoff`]`(timeout, attempts)`, `attempts` being how often this
-/// process nudged it already. Sorted by name.
+/// least `timeout` (since it became ready or was last nudged); `attempts`
+/// is how often this process nudged each already. Sorted by name.
 pub fn due(
     index: &QueueIndex,
     now: Timestamp,
@@ -93,7 +82,7 @@ pub fn due(
             let attempt = attempts.get(&name).copied().unwrap_or(0);
             let since = waiting_since(b)?;
             let waited = Duration::try_from(now.duration_since(since)).unwrap_or_default();
-            (waited >= backoff(timeout, attempt)).then(|| Nudge {
+            (waited >= timeout).then(|| Nudge {
                 backup: name,
                 resource_version: b.resource_version(),
                 attempt: attempt + 1,
@@ -113,18 +102,6 @@ pub fn patch(now: Timestamp) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_from_the_timeout_up_to_the_cap() {
-        let t = Duration::from_secs(30);
-        assert_eq!(backoff(t, 0), t);
-        assert_eq!(backoff(t, 1), Duration::from_secs(60));
-        assert_eq!(backoff(t, 3), Duration::from_secs(240));
-        assert_eq!(backoff(t, 5), MAX_BACKOFF);
-        assert_eq!(backoff(t, 100), MAX_BACKOFF);
-        let long = Duration::from_secs(3600);
-        assert_eq!(backoff(long, 4), long, "never below the timeout");
-    }
 
     #[test]
     fn the_patch_touches_only_the_annotation() {

@@ -264,7 +264,10 @@ impl Queue {
                         nudge.attempt
                     );
                     tracing::warn!(backup = %nudge.backup, attempt = nudge.attempt, "{note}");
-                    if let Some(backup) = writer.index().backup(&nudge.backup) {
+                    // One Event per wait: repeats while Velero is down are
+                    // counted and logged, not published every timeout.
+                    let first = nudge.attempt == 1;
+                    if let Some(backup) = writer.index().backup(&nudge.backup).filter(|_| first) {
                         publish(
                             writer,
                             backup,

@@ -21,11 +21,12 @@ use backup_queue_controller::manifests::{DEFAULT_IMAGE, ManifestScope, render};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube_testbed::Testbed;
 use kube_testbed::deploy::{
     self, ControllerProcess, Deployed, Launch, Pod, Relay, metric, seen, watch_from,
 };
+use kube_testbed::{Component, Testbed};
 use serde_json::json;
 use support::InvariantChecker;
 use velero_api::Backup;
@@ -1044,5 +1045,83 @@ async fn with_velero_s_queue_disabled_the_controller_runs_the_queue() {
     );
     let (status, body) = controller.http_get("/readyz").await.unwrap();
     assert_eq!(status, 200, "{body}");
+    controller.stop_cleanly().await;
+}
+
+#[tokio::test]
+async fn a_backup_left_ready_to_start_across_a_velero_restart_is_started_within_the_pickup_timeout()
+{
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let _one_velero = VELERO_BED.lock().await;
+    let (bed, velero) = velero_bed(&["--disable-controllers=backup-queue"]).await;
+    let pickup = Duration::from_secs(2);
+    // Velero goes down; the controller makes b1 ReadyToStart meanwhile, and
+    // its nudges go unanswered.
+    bed.stop_component(Component::Velero).await.unwrap();
+    let controller = velero
+        .launch(&bed)
+        .await
+        .arg("--velero-queue-recheck", "2")
+        .arg("--pickup-timeout", &pickup.as_secs().to_string())
+        .spawn()
+        .unwrap();
+    velero.create("b1", &["default"], "").await;
+    controller
+        .until(
+            "b1 ReadyToStart and nudged while Velero is down",
+            Duration::from_secs(30),
+            || async {
+                let b1 = velero.backups.get("b1").await.unwrap();
+                let nudged = b1
+                    .annotations()
+                    .contains_key(backup_queue_controller::pickup::PICKUP_ANNOTATION);
+                seen(
+                    b1.phase().as_str() == "ReadyToStart" && nudged,
+                    (b1.phase().as_str().to_owned(), nudged),
+                )
+            },
+        )
+        .await;
+    // Velero stays away for a few nudges (a backoff would now wait 16 s).
+    controller
+        .until(
+            "three unanswered nudges",
+            Duration::from_secs(30),
+            || async {
+                let nudges = controller_metrics(&controller)
+                    .await
+                    .map(|m| metric(&m, "backup_queue_controller_pickup_nudges_total"));
+                seen(nudges.is_some_and(|n| n >= 3.0), nudges)
+            },
+        )
+        .await;
+    assert_eq!(velero.phases().await["b1"].0, "ReadyToStart");
+    // Velero comes back: its informers list b1 as ReadyToStart, which its
+    // backup controller's create predicate ignores; only a nudge starts it
+    // (and, without storage, fails its validation).
+    bed.start_component(Component::Velero).await.unwrap();
+    let restarted = Instant::now();
+    controller
+        .until("Velero to act on b1", Duration::from_secs(30), || async {
+            let phases = velero.phases().await;
+            seen(phases["b1"].0 != "ReadyToStart", phases)
+        })
+        .await;
+    let waited = restarted.elapsed();
+    eprintln!("Velero acted on b1 {waited:?} after its restart");
+    assert!(
+        waited <= pickup + Duration::from_secs(1),
+        "Velero acted on b1 {waited:?} after its restart; the pickup timeout is {pickup:?}"
+    );
+    assert_eq!(velero.phases().await["b1"].0, "FailedValidation");
+    let nudge_events = velero
+        .events()
+        .await
+        .into_iter()
+        .filter(|(o, r, _)| o == "b1" && r == "PickupNudged")
+        .count();
+    assert_eq!(nudge_events, 1, "one Event for the wait");
     controller.stop_cleanly().await;
 }

@@ -244,6 +244,9 @@ pub struct Testbed {
     processes: Mutex<BTreeMap<Component, Supervised>>,
     restarting: tokio::sync::Mutex<()>,
     logs: BTreeMap<Component, PathBuf>,
+    /// How each component [`Testbed::launch`] started was started, to start
+    /// it again the same way ([`Testbed::start_component`]).
+    launched: BTreeMap<Component, Launch>,
     startup: Vec<(Component, Duration)>,
     controller_manager: bool,
     /// kube-scheduler's secure port, when the bed runs it.
@@ -451,6 +454,7 @@ impl Testbed {
             processes: Mutex::new(processes),
             restarting: tokio::sync::Mutex::new(()),
             logs,
+            launched: BTreeMap::new(),
             startup,
             controller_manager: options.controller_manager,
             scheduler_port: None,
@@ -646,28 +650,43 @@ impl Testbed {
         env: &[(String, String)],
         probe: Probe,
     ) -> Result<(), Error> {
+        let launch = Launch {
+            args: args.to_vec(),
+            env: env.to_vec(),
+            probe,
+        };
+        let process = self.spawn_ready(component, &launch).await?;
+        self.logs.insert(component, self.files.log(component));
+        self.launched.insert(component, launch);
+        self.lock_processes().insert(component, process);
+        Ok(())
+    }
+
+    /// Spawns `component` as `launch` says and waits until its probe
+    /// answers.
+    async fn spawn_ready(
+        &self,
+        component: Component,
+        launch: &Launch,
+    ) -> Result<Supervised, Error> {
         let binary = self.layout.binary(component.program())?;
         let log = self.files.log(component);
-        let mut process = if env.is_empty() {
-            Supervised::spawn(component, &binary, args, &log, &self.files.pid(component))?
+        let pid = self.files.pid(component);
+        let mut process = if launch.env.is_empty() {
+            Supervised::spawn(component, &binary, &launch.args, &log, &pid)?
         } else {
             // The supervisor passes its environment on; `env` sets it.
-            let mut full = vec![];
-            for (key, value) in env {
-                full.push(format!("{key}={value}"));
-            }
+            let mut full: Vec<String> = launch
+                .env
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
             full.push(binary.display().to_string());
-            full.extend(args.iter().cloned());
-            Supervised::spawn(
-                component,
-                Path::new("env"),
-                &full,
-                &log,
-                &self.files.pid(component),
-            )?
+            full.extend(launch.args.iter().cloned());
+            Supervised::spawn(component, Path::new("env"), &full, &log, &pid)?
         };
         wait_ready(&mut process, self.ready_timeout, || {
-            let probe = probe.clone();
+            let probe = launch.probe.clone();
             async move {
                 match probe {
                     Probe::Ok(config, path) => expect_ok(&config, path).await,
@@ -684,9 +703,48 @@ impl Testbed {
             }
         })
         .await?;
-        self.logs.insert(component, log);
+        Ok(process)
+    }
+
+    /// Stops `component` (SIGTERM, then SIGKILL after a grace period) and
+    /// waits until it is gone; [`Testbed::start_component`] starts it
+    /// again. For kube-scheduler, kube-controller-manager and the Velero
+    /// server; kube-apiserver has [`Testbed::restart_apiserver`].
+    pub async fn stop_component(&self, component: Component) -> Result<(), Error> {
+        let _one_at_a_time = self.restarting.lock().await;
+        self.relaunchable(component)?;
+        let old = self.lock_processes().remove(&component);
+        if let Some(mut old) = old {
+            old.stop().await;
+        }
+        Ok(())
+    }
+
+    /// Starts `component` again, after [`Testbed::stop_component`], with
+    /// the arguments and environment it first ran with (its log continues
+    /// in the same file), and waits until it is ready. Velero, for one,
+    /// then starts as after a restart of its Deployment's pod: its informers
+    /// list every object afresh.
+    pub async fn start_component(&self, component: Component) -> Result<(), Error> {
+        let _one_at_a_time = self.restarting.lock().await;
+        let launch = self.relaunchable(component)?;
+        if self.lock_processes().contains_key(&component) {
+            return Err(Error::InvalidArgument(format!(
+                "{component} is running; stop it first"
+            )));
+        }
+        let process = self.spawn_ready(component, launch).await?;
         self.lock_processes().insert(component, process);
         Ok(())
+    }
+
+    /// How `component` was launched, or why it cannot be started again.
+    fn relaunchable(&self, component: Component) -> Result<&Launch, Error> {
+        self.launched.get(&component).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{component} is not a component this bed launched and can start again"
+            ))
+        })
     }
 
     fn lock_processes(&self) -> MutexGuard<'_, BTreeMap<Component, Supervised>> {
@@ -1337,6 +1395,13 @@ impl Drop for Testbed {
         }
         self.cleaner = None;
     }
+}
+
+/// How a component was started: its arguments, environment and probe.
+struct Launch {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    probe: Probe,
 }
 
 /// How a component shows it is ready.
