@@ -55,11 +55,11 @@ pub struct Cli {
     /// Ledger ConfigMap of exact mode.
     #[arg(long, env = "LEDGER_CONFIGMAP", hide_env_values = true, default_value = load_soothe::DEFAULT_LEDGER_NAME, value_name = "NAME")]
     pub ledger_configmap: String,
-    /// `accept`: accept loads on the data mover's behalf (breaks movers
-    /// that expose only the loads they accept, as Velero's does; a warning
-    /// is logged); `pod-gates`: gate the movers' pods with a webhook and
-    /// lift the gates first in first out.
-    #[arg(long, env = "SOOTHE_ADMISSION", hide_env_values = true, value_enum, default_value_t = Admission::Accept)]
+    /// `pod-gates`: gate the movers' pods with a webhook and lift the gates
+    /// first in first out; `accept`: accept loads on the data mover's
+    /// behalf (breaks movers that expose only the loads they accept, as
+    /// Velero's does; a warning is logged).
+    #[arg(long, env = "SOOTHE_ADMISSION", hide_env_values = true, value_enum, default_value_t = Admission::PodGates)]
     pub admission: Admission,
     /// `pod-gates`: the webhook's HTTPS address.
     #[arg(
@@ -114,9 +114,9 @@ pub struct ManifestArgs {
     #[arg(long, value_enum, default_value_t = GateMode::Exact)]
     pub mode: GateMode,
     /// Admission of the generated workload (the controller's own default,
-    /// `accept`; `pod-gates` adds the webhook's Service, container port,
-    /// Secret and ClusterRole permissions).
-    #[arg(long, value_enum, default_value_t = Admission::Accept)]
+    /// `pod-gates`, brings the webhook's Service, configuration, container
+    /// port, Secret and ClusterRole permissions; `accept` has none of them).
+    #[arg(long, value_enum, default_value_t = Admission::PodGates)]
     pub admission: Admission,
     /// Velero's namespace (the controller runs there too).
     #[arg(long, default_value = "velero", value_name = "NAMESPACE")]

@@ -62,10 +62,11 @@ pub enum Admission {
     /// (L3.15): use only with a mover documented to expose loads accepted by
     /// someone else.
     Accept,
-    /// Let the mover accept its loads; a mutating admission webhook gates
-    /// its pods (`spec.schedulingGates`) at creation and the controller
-    /// lifts the gates first in first out while fewer than
-    /// `prepareQueueLength` loads are in preparation (L3.16).
+    /// The default. Let the mover accept its loads; a mutating admission
+    /// webhook gates its pods (`spec.schedulingGates`) at creation and the
+    /// controller lifts the gates first in first out while fewer than
+    /// `prepareQueueLength` loads are in preparation (L3.16). Needs no
+    /// cooperation from the mover.
     PodGates,
 }
 
@@ -125,7 +126,7 @@ impl Config {
             requeue_after: load_soothe::HOLD_REQUEUE_AFTER,
             confirm_interval: Duration::from_secs(60),
             metrics_addr: None,
-            admission: Admission::Accept,
+            admission: Admission::PodGates,
             webhook_addr: SocketAddr::from(([0, 0, 0, 0], DEFAULT_WEBHOOK_PORT)),
             webhook_service: CONTROLLER_NAME.to_owned(),
             webhook_tls_secret: None,

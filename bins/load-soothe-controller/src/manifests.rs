@@ -221,12 +221,14 @@ pub fn manifest_for(
             "--node=$(NODE_NAME)"
         }
     };
-    m.args = vec![format!("--mode={}", mode.as_str())];
-    if admission == Admission::PodGates {
-        m.args.push(format!("--admission={}", admission.as_str()));
-        if let Some(secret) = tls_secret {
-            m.args.push(format!("--webhook-tls-secret={secret}"));
-        }
+    // The admission is always spelled out, so a manifest means the same
+    // whatever the binary's default.
+    m.args = vec![
+        format!("--mode={}", mode.as_str()),
+        format!("--admission={}", admission.as_str()),
+    ];
+    if let (Admission::PodGates, Some(secret)) = (admission, tls_secret) {
+        m.args.push(format!("--webhook-tls-secret={secret}"));
     }
     m.args
         .extend(datamovers.iter().map(|d| format!("--datamover={d}")));
@@ -352,11 +354,11 @@ pub fn manifests_yaml(
 }
 
 /// The file under `deploy/load-soothe-controller/` holding the manifests
-/// of `mode` and `admission`: `exact.yaml` and `optimistic.yaml` for
-/// `accept` (their names predate `pod-gates`), `pod-gates-<mode>.yaml`.
+/// of `mode` and `admission`: `<mode>.yaml` for the default `pod-gates`,
+/// `accept-<mode>.yaml` for `accept`.
 pub fn deploy_file_name(mode: GateMode, admission: Admission) -> String {
     match admission {
-        Admission::Accept => format!("{}.yaml", mode.as_str()),
-        Admission::PodGates => format!("pod-gates-{}.yaml", mode.as_str()),
+        Admission::PodGates => format!("{}.yaml", mode.as_str()),
+        Admission::Accept => format!("accept-{}.yaml", mode.as_str()),
     }
 }

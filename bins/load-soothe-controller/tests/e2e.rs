@@ -24,6 +24,9 @@ const LABEL: &str = "velero.io/expose-on-going";
 
 fn config(node: &str, mode: GateMode) -> Config {
     let mut c = Config::new(NS, node, &["acme"], mode);
+    // These tests drive the accept admission on the fake API server (the
+    // pod-gates webhook needs the real one: gate_real_server.rs).
+    c.admission = load_soothe_controller::Admission::Accept;
     c.requeue_after = Duration::from_millis(50);
     c.confirm_interval = Duration::from_millis(200);
     c

@@ -139,6 +139,8 @@ fn logs_into_a_pipe_carry_no_colour_and_a_closed_stderr_does_not_panic() {
     let dir = temp_dir("lsc-process", "logs");
     let kubeconfig = unreachable_kubeconfig(&dir);
     let args = [
+        "--admission",
+        "accept",
         "--datamover",
         "acme",
         "--metrics-addr",

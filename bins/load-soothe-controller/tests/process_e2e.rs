@@ -46,6 +46,8 @@ async fn the_binary_admits_through_its_kubeconfig() {
         .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_load-soothe-controller"))
         .args([
+            "--admission",
+            "accept",
             "--datamover",
             "acme",
             "--mode",

@@ -1,5 +1,5 @@
-//! `load-soothe-controller` (exact mode, one replica) with Velero 1.18's
-//! load CRDs.
+//! `load-soothe-controller` (exact mode, `--admission accept`, one
+//! replica) with Velero 1.18's load CRDs.
 //!
 //! At size N, namespace `velero` holds N DataUploads, all `Completed`,
 //! accepted on `nodes` Nodes (which exist), half of them by the gated
@@ -123,6 +123,7 @@ impl Workload for LoadSoothe {
     fn manifest_args(&self) -> Vec<String> {
         [
             "--mode=exact",
+            "--admission=accept",
             "--namespace",
             NAMESPACE,
             "--datamover",
