@@ -776,7 +776,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
 /// (who, verb, resource, name, answer), from the response only.
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
+omitStages: [RequestReceived]
 rules:
 - level: Metadata
 ";
@@ -821,11 +821,17 @@ pub struct AuditedRequest {
 }
 
 /// The resource requests `user` made, as the audit log at `log` recorded
-/// them (non-resource requests such as `/version` are left out).
+/// them (non-resource requests such as `/version` are left out), one per
+/// request: a long-running request (a watch) is recorded when its answer
+/// starts and again when it completes, and is listed once, as last
+/// recorded. A watch whose completion kube-apiserver never logged (it was
+/// stopped, or the log is read before the client's disconnect reaches it)
+/// is still listed.
 pub fn audited_requests(log: &Path, user: &str) -> Result<Vec<AuditedRequest>, Error> {
     let text = std::fs::read_to_string(log)
         .map_err(|e| Error::io(format!("cannot read {}", log.display()), e))?;
     let mut requests = Vec::new();
+    let mut by_audit_id: BTreeMap<String, usize> = BTreeMap::new();
     for line in text.lines() {
         let Ok(event) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -839,7 +845,7 @@ pub fn audited_requests(log: &Path, user: &str) -> Result<Vec<AuditedRequest>, E
         if let Some(sub) = object["subresource"].as_str() {
             resource = format!("{resource}/{sub}");
         }
-        requests.push(AuditedRequest {
+        let request = AuditedRequest {
             verb: text(&event["verb"]),
             group: text(&object["apiGroup"]),
             resource,
@@ -850,7 +856,17 @@ pub fn audited_requests(log: &Path, user: &str) -> Result<Vec<AuditedRequest>, E
                 .and_then(|code| u16::try_from(code).ok())
                 .unwrap_or(0),
             time: text(&event["stageTimestamp"]),
-        });
+        };
+        match event["auditID"].as_str() {
+            Some(id) => match by_audit_id.get(id) {
+                Some(&at) => requests[at] = request,
+                None => {
+                    by_audit_id.insert(id.to_owned(), requests.len());
+                    requests.push(request);
+                }
+            },
+            None => requests.push(request),
+        }
     }
     Ok(requests)
 }
