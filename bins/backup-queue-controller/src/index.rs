@@ -45,7 +45,7 @@ pub struct QueueIndex {
     state: QueueState,
     explain: bool,
     foreign: BTreeSet<(String, String)>,
-    velero_writes: Vec<(String, String)>,
+    velero_writes: Vec<(String, String, crate::velero_queue::Seen)>,
 }
 
 /// The current value of [`REASON_ANNOTATION`].
@@ -100,10 +100,11 @@ impl QueueIndex {
         &self.foreign
     }
 
-    /// Takes the queue writes by Velero's field managers the watches showed
-    /// since the last call, as (Backup, manager) pairs, oldest first (see
+    /// Takes the writes by Velero's field managers that show its queue
+    /// controller or a server older than 1.18, seen by the watches since the
+    /// last call, as (Backup, manager, what it showed), oldest first (see
     /// [`crate::velero_queue`]).
-    pub fn take_velero_writes(&mut self) -> Vec<(String, String)> {
+    pub fn take_velero_writes(&mut self) -> Vec<(String, String, crate::velero_queue::Seen)> {
         std::mem::take(&mut self.velero_writes)
     }
 
@@ -117,12 +118,18 @@ impl QueueIndex {
             .min()
     }
 
-    fn note_velero_write(&mut self, backup: &Backup) {
+    /// `event`: `backup` came by a watch event, not a relist (which may
+    /// skip versions, so it shows no phase moves beyond queue writes).
+    fn note_velero_write(&mut self, backup: &Backup, event: bool) {
         let name = backup.name_any();
         let old = self.backups.get(&name);
-        if let Some(manager) = crate::velero_queue::velero_queue_write(old, backup, CONTROLLER_NAME)
+        use crate::velero_queue::{Seen, pre_queue_start, velero_queue_write};
+        if let Some(manager) = velero_queue_write(old, backup, CONTROLLER_NAME) {
+            self.velero_writes.push((name, manager, Seen::QueueWrite));
+        } else if let Some((manager, seen)) =
+            pre_queue_start(old, backup, CONTROLLER_NAME).filter(|_| event)
         {
-            self.velero_writes.push((name, manager));
+            self.velero_writes.push((name, manager, seen));
         }
     }
 
@@ -165,7 +172,7 @@ impl IndexResource<Backup> for QueueIndex {
             .is_none_or(|old| planner_view(old) != planner_view(&backup));
         self.explain |= changed;
         self.note_foreign_writers(&backup);
-        self.note_velero_write(&backup);
+        self.note_velero_write(&backup, true);
         self.state
             .apply(QueueEvent::UpsertBackup(backup_input(&backup)));
         self.backups.insert(name, backup);
@@ -183,7 +190,7 @@ impl IndexResource<Backup> for QueueIndex {
         self.foreign.clear();
         for backup in &backups {
             self.note_foreign_writers(backup);
-            self.note_velero_write(backup);
+            self.note_velero_write(backup, false);
         }
         self.backups = backups.into_iter().map(|b| (b.name_any(), b)).collect();
         self.rebuild();

@@ -16,6 +16,7 @@
 //! | `backup_queue_controller_foreign_queue_writers_total` | counter | sightings of another manager owning `status.queuePosition` |
 //! | `backup_queue_controller_pickup_nudges_total` | counter | pickup nudges of `ReadyToStart` Backups Velero had not started |
 //! | `backup_queue_controller_velero_queue_running` | gauge | 1 while Velero's own queue controller runs and this controller writes nothing, else 0 |
+//! | `backup_queue_controller_velero_too_old` | gauge | 1 while a Velero server older than 1.18 runs and this controller writes nothing, else 0 |
 
 use controller_kit::metrics::ControllerMetrics;
 use prometheus_client::metrics::counter::Counter;
@@ -48,6 +49,8 @@ pub struct Metrics {
     pub pickup_nudges: Counter,
     /// 1 while Velero's own queue controller runs (nothing is written).
     pub velero_queue_running: Gauge,
+    /// 1 while a Velero server older than 1.18 runs (nothing is written).
+    pub velero_too_old: Gauge,
 }
 
 impl Metrics {
@@ -64,6 +67,7 @@ impl Metrics {
             foreign_queue_writers: Counter::default(),
             pickup_nudges: Counter::default(),
             velero_queue_running: Gauge::default(),
+            velero_too_old: Gauge::default(),
         };
         let sub = registry.sub_registry_with_prefix(PREFIX);
         sub.register(
@@ -105,6 +109,11 @@ impl Metrics {
             "velero_queue_running",
             "1 while Velero's own backup queue controller runs and this controller writes nothing (--disable-controllers=backup-queue missing on the Velero server)",
             m.velero_queue_running.clone(),
+        );
+        sub.register(
+            "velero_too_old",
+            "1 while a Velero server older than 1.18 (no backup queue; it starts every New Backup itself) runs and this controller writes nothing",
+            m.velero_too_old.clone(),
         );
         m
     }

@@ -26,6 +26,19 @@
 //! While Velero's queue runs, [`Gate::decide`] says [`Decision::Closed`]
 //! with a message naming the flag to set; the executor then writes nothing
 //! and `/readyz` fails with that message.
+//!
+//! A Velero server older than 1.18 has no queue: its backup controller
+//! starts every `New` Backup itself (Velero 1.17.2,
+//! `pkg/controller/backup_controller.go`, `Reconcile`: `case "",
+//! BackupPhaseNew`), beside this controller's queue, and it refuses
+//! `--disable-controllers=backup-queue` as an unknown controller. Such a
+//! server is told by the same two sources: the Deployment's image tag
+//! (`velero/velero:v1.17.2`), and a Velero field manager moving a Backup
+//! this controller saw `New` or `Queued` to any phase but `Queued`,
+//! `ReadyToStart` or `Deleting` (Velero 1.18's backup controller takes only `ReadyToStart`
+//! Backups, v1.18.3 `backup_controller.go`, `SetupWithManager`). Either
+//! makes [`Gate::decide`] say [`Decision::VeleroTooOld`]; a sighting is
+//! forgotten as a queue sighting is (a `New` Backup left alone).
 
 use std::time::Duration;
 
@@ -50,9 +63,15 @@ pub const DEFAULT_VELERO_DEPLOYMENT: &str = "velero";
 /// `velero-server`, the first segment of its User-Agent).
 pub const VELERO_MANAGER_PREFIX: &str = "velero";
 
+/// The oldest Velero release with the backup queue (`major`, `minor`).
+pub const FIRST_QUEUED_RELEASE: (u64, u64) = (1, 18);
+
 /// What the Velero server Deployment says about the queue controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeploymentVerdict {
+    /// The server's image is tagged with a release older than
+    /// [`FIRST_QUEUED_RELEASE`]: the image reference.
+    ServerTooOld(String),
     /// The server runs without `--disable-controllers=backup-queue`.
     QueueEnabled,
     /// `--disable-controllers` lists `backup-queue` and every replica runs
@@ -85,6 +104,21 @@ pub fn disables_backup_queue(args: &[String]) -> bool {
         .any(|name| name.trim() == VELERO_QUEUE_CONTROLLER)
 }
 
+/// The release an image reference is tagged with: `(major, minor)` of a
+/// tag like `v1.17.2`, `1.18` or `v1.18.0-rc.1`, after the last `/`,
+/// ignoring a digest (`@sha256:…`). `None` for any other tag (`latest`,
+/// `main`, a custom name) or no tag.
+pub fn image_release(image: &str) -> Option<(u64, u64)> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let (_, tag) = last.split_once(':')?;
+    let version = tag.strip_prefix('v').unwrap_or(tag);
+    let mut parts = version.splitn(3, ['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
 /// The verdict of a Velero server Deployment.
 pub fn deployment_verdict(deployment: &Deployment) -> DeploymentVerdict {
     let containers = deployment
@@ -97,6 +131,11 @@ pub fn deployment_verdict(deployment: &Deployment) -> DeploymentVerdict {
         .iter()
         .find(|c| c.name == "velero")
         .or_else(|| containers.first());
+    if let Some(image) = container.and_then(|c| c.image.as_deref())
+        && image_release(image).is_some_and(|release| release < FIRST_QUEUED_RELEASE)
+    {
+        return DeploymentVerdict::ServerTooOld(image.to_owned());
+    }
     let args: Vec<String> = container
         .map(|c| {
             c.command
@@ -161,6 +200,47 @@ pub fn velero_queue_write(old: Option<&Backup>, new: &Backup, ours: &str) -> Opt
         .and_then(|e| e.manager.clone())
 }
 
+/// The Velero field manager and the phase, when `new` shows a Velero
+/// server older than 1.18 starting a Backup: compared with `old` (the
+/// previous version the controller saw, by a watch event: a relist may
+/// skip versions), the phase went from `New` (or none) or `Queued` to one
+/// other than `Queued`, `ReadyToStart` and `Deleting`, and a Velero
+/// manager owns `status.phase`. In 1.18 a Backup leaves `Queued` only for
+/// `ReadyToStart` (a queue's write) or `Deleting`, and only its backup
+/// controller starts Backups, from `ReadyToStart`. `None` when `old` is
+/// unknown: a first sighting shows no move.
+pub fn pre_queue_start(old: Option<&Backup>, new: &Backup, ours: &str) -> Option<(String, Seen)> {
+    let old = old?;
+    let phase = new.phase();
+    if !matches!(old.phase(), BackupPhase::New | BackupPhase::Queued)
+        || matches!(
+            phase,
+            BackupPhase::New
+                | BackupPhase::Queued
+                | BackupPhase::ReadyToStart
+                | BackupPhase::Deleting
+        )
+    {
+        return None;
+    }
+    new.managed_fields()
+        .iter()
+        .filter(|e| {
+            e.manager
+                .as_deref()
+                .is_some_and(|m| m != ours && m.starts_with(VELERO_MANAGER_PREFIX))
+        })
+        .find(|e| status_field(e, "f:phase"))
+        .and_then(|e| e.manager.clone())
+        .map(|manager| {
+            let seen = Seen::PreQueueStart {
+                from: old.phase().as_str().to_owned(),
+                to: phase.as_str().to_owned(),
+            };
+            (manager, seen)
+        })
+}
+
 /// What the controller knows of the Deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeploymentRead {
@@ -174,6 +254,9 @@ pub enum DeploymentRead {
 impl std::fmt::Display for DeploymentRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Read(DeploymentVerdict::ServerTooOld(image)) => {
+                write!(f, "Velero older than 1.18 ({image})")
+            }
             Self::Read(DeploymentVerdict::QueueEnabled) => {
                 write!(f, "queue controller enabled (no {DISABLE_FLAG})")
             }
@@ -189,13 +272,30 @@ impl std::fmt::Display for DeploymentRead {
     }
 }
 
-/// A queue write by Velero, as the watch showed it.
+/// What a write by Velero showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Velero's queue controller queued or started a Backup.
+    QueueWrite,
+    /// A Velero server older than 1.18 started a `New` or `Queued` Backup.
+    PreQueueStart {
+        /// The phase the controller saw before.
+        from: String,
+        /// The phase Velero wrote.
+        to: String,
+    },
+}
+
+/// A write by Velero that shows its queue controller or an old server
+/// running, as the watch showed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sighting {
     /// The Backup written.
     pub backup: String,
     /// Velero's field manager.
     pub manager: String,
+    /// What the write showed.
+    pub seen: Seen,
     /// When the controller saw it.
     pub at: Timestamp,
 }
@@ -207,6 +307,8 @@ pub enum Decision {
     Open,
     /// Velero's queue runs: the message for logs, the Event and `/readyz`.
     Closed(String),
+    /// The Velero server is older than 1.18: the message.
+    VeleroTooOld(String),
 }
 
 /// The state behind [`Decision`]: the last Deployment read and the last
@@ -216,18 +318,25 @@ pub enum Decision {
 pub struct Gate {
     /// The last read of the Deployment.
     pub deployment: Option<DeploymentRead>,
-    /// The last sighting still believed.
+    /// The last queue sighting still believed.
     pub sighting: Option<Sighting>,
+    /// The last sighting of a server older than 1.18 still believed.
+    pub old_server: Option<Sighting>,
 }
 
 impl Gate {
-    /// Records a queue write by Velero's `manager` on `backup`.
-    pub fn sighted(&mut self, backup: String, manager: String, now: Timestamp) {
-        self.sighting = Some(Sighting {
+    /// Records a write by Velero's `manager` on `backup` showing `seen`.
+    pub fn sighted(&mut self, backup: String, manager: String, seen: Seen, now: Timestamp) {
+        let sighting = Sighting {
             backup,
             manager,
+            seen,
             at: now,
-        });
+        };
+        match sighting.seen {
+            Seen::QueueWrite => self.sighting = Some(sighting),
+            Seen::PreQueueStart { .. } => self.old_server = Some(sighting),
+        }
     }
 
     /// Decides, given `deployment_name`/`namespace` (for the message), the
@@ -243,6 +352,31 @@ impl Gate {
     ) -> Decision {
         let older_than_grace =
             |t: Timestamp| Duration::try_from(now.duration_since(t)).is_ok_and(|d| d >= grace);
+        // A New Backup nobody started for the grace period: no Velero
+        // server older than 1.18 runs (it starts New Backups at once), nor
+        // Velero's queue (it queues them at once).
+        let left_alone = |sighting: &Sighting| {
+            older_than_grace(sighting.at) && oldest_new.is_some_and(older_than_grace)
+        };
+        if let Some(DeploymentRead::Read(DeploymentVerdict::ServerTooOld(image))) = &self.deployment
+        {
+            return Decision::VeleroTooOld(format!(
+                "Deployment {namespace}/{deployment_name} runs the Velero server image {image}, older than 1.18: it has no backup queue and starts every New Backup itself, beside this controller's queue; upgrade Velero to 1.18 or later. backup-queue-controller writes nothing until then"
+            ));
+        }
+        if self.old_server.as_ref().is_some_and(left_alone) {
+            self.old_server = None;
+        }
+        if let Some(old) = &self.old_server {
+            let (from, to) = match &old.seen {
+                Seen::PreQueueStart { from, to } => (from.as_str(), to.as_str()),
+                Seen::QueueWrite => ("New", "a started phase"),
+            };
+            return Decision::VeleroTooOld(format!(
+                "a Velero server older than 1.18 is running: field manager {:?} moved Backup {} from {from} to {to}, which Velero 1.18's backup controller never does (it starts only ReadyToStart Backups); upgrade Velero to 1.18 or later. backup-queue-controller writes nothing until then",
+                old.manager, old.backup
+            ));
+        }
         match &self.deployment {
             Some(DeploymentRead::Read(DeploymentVerdict::QueueEnabled)) => {
                 return Decision::Closed(format!(
@@ -255,13 +389,14 @@ impl Gate {
                 ));
             }
             Some(DeploymentRead::Read(DeploymentVerdict::QueueDisabled)) => return Decision::Open,
-            Some(DeploymentRead::Unavailable(_)) | None => {}
+            Some(DeploymentRead::Read(DeploymentVerdict::ServerTooOld(_)))
+            | Some(DeploymentRead::Unavailable(_))
+            | None => {}
         }
         let Some(sighting) = &self.sighting else {
             return Decision::Open;
         };
-        if older_than_grace(sighting.at) && oldest_new.is_some_and(older_than_grace) {
-            // A New Backup Velero's queue did not queue: it is not running.
+        if left_alone(sighting) {
             self.sighting = None;
             return Decision::Open;
         }
@@ -418,7 +553,7 @@ mod tests {
             gate.decide("velero", "velero", None, t0, grace),
             Decision::Open
         );
-        gate.sighted("b1".into(), "velero-server".into(), t0);
+        gate.sighted("b1".into(), "velero-server".into(), Seen::QueueWrite, t0);
         let Decision::Closed(msg) = gate.decide("velero", "velero", None, later(1), grace) else {
             panic!("a sighting closes the gate");
         };
@@ -437,7 +572,12 @@ mod tests {
         );
         assert!(gate.sighting.is_none());
         // A Deployment read wins over sightings either way.
-        gate.sighted("b2".into(), "velero-server".into(), later(13));
+        gate.sighted(
+            "b2".into(),
+            "velero-server".into(),
+            Seen::QueueWrite,
+            later(13),
+        );
         gate.deployment = Some(DeploymentRead::Read(DeploymentVerdict::QueueDisabled));
         assert_eq!(
             gate.decide("velero", "velero", None, later(14), grace),
@@ -450,6 +590,162 @@ mod tests {
         };
         assert!(
             msg.contains("Deployment velero/velero") && msg.contains(DISABLE_FLAG),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn image_tags_name_their_release_and_nothing_else_does() {
+        for (image, release) in [
+            ("velero/velero:v1.17.2", Some((1, 17))),
+            ("velero/velero:v1.18.3", Some((1, 18))),
+            ("registry.example:5000/velero/velero:1.16", Some((1, 16))),
+            ("velero/velero:v1.18.0-rc.1", Some((1, 18))),
+            ("velero/velero:v1.17.2@sha256:0123abcd", Some((1, 17))),
+            ("velero/velero@sha256:0123abcd", None),
+            ("registry.example:5000/velero/velero", None),
+            ("velero/velero:latest", None),
+            ("velero/velero:main", None),
+            ("velero/velero", None),
+        ] {
+            assert_eq!(image_release(image), release, "{image}");
+        }
+    }
+
+    #[test]
+    fn a_deployment_running_velero_1_17_is_too_old_whatever_its_flags() {
+        let with_images = |sidecar: &str, velero: &str| {
+            let mut d = deployment(&["server"], 1, 1, 1, 1);
+            let spec = d
+                .spec
+                .as_mut()
+                .and_then(|s| s.template.spec.as_mut())
+                .unwrap();
+            spec.containers[0].image = Some(sidecar.into());
+            spec.containers[1].image = Some(velero.into());
+            d
+        };
+        assert_eq!(
+            deployment_verdict(&with_images(
+                "velero/velero:v1.18.3",
+                "velero/velero:v1.17.2"
+            )),
+            DeploymentVerdict::ServerTooOld("velero/velero:v1.17.2".into())
+        );
+        // The velero container decides, and an unknown tag is no finding.
+        assert_eq!(
+            deployment_verdict(&with_images("velero/velero:v1.17.2", "velero/velero:main")),
+            DeploymentVerdict::QueueEnabled
+        );
+    }
+
+    #[test]
+    fn only_a_velero_start_of_a_new_backup_shows_a_server_older_than_1_18() {
+        let ours = "backup-queue-controller";
+        let pre = |from: &str, to: &str| Seen::PreQueueStart {
+            from: from.into(),
+            to: to.into(),
+        };
+        let new = backup("New", 0, "kubectl", json!({}));
+        let started = backup("InProgress", 0, "velero-server", json!({"f:phase": {}}));
+        assert_eq!(
+            pre_queue_start(Some(&new), &started, ours),
+            Some(("velero-server".into(), pre("New", "InProgress")))
+        );
+        let failed = backup(
+            "FailedValidation",
+            0,
+            "velero-server",
+            json!({"f:phase": {}}),
+        );
+        assert_eq!(
+            pre_queue_start(Some(&new), &failed, ours),
+            Some(("velero-server".into(), pre("New", "FailedValidation")))
+        );
+        // Velero 1.18's own moves, a deletion, a Backup first seen started,
+        // and writers that are not Velero's show nothing.
+        for (old, new) in [
+            (
+                Some(&new),
+                backup("Queued", 1, "velero-server", json!({"f:phase": {}})),
+            ),
+            (
+                Some(&new),
+                backup("ReadyToStart", 0, "velero-server", json!({"f:phase": {}})),
+            ),
+            (
+                Some(&new),
+                backup("Deleting", 0, "velero-server", json!({"f:phase": {}})),
+            ),
+            (None, started.clone()),
+            (
+                Some(&new),
+                backup("InProgress", 0, ours, json!({"f:phase": {}})),
+            ),
+            (
+                Some(&new),
+                backup("InProgress", 0, "kubectl", json!({"f:phase": {}})),
+            ),
+        ] {
+            assert_eq!(pre_queue_start(old, &new, ours), None, "{new:?}");
+        }
+        // From Queued (this controller won the race to the New Backup).
+        let queued = backup("Queued", 1, ours, json!({"f:phase": {}}));
+        assert_eq!(
+            pre_queue_start(Some(&queued), &started, ours),
+            Some(("velero-server".into(), pre("Queued", "InProgress")))
+        );
+        let ready = backup("ReadyToStart", 0, ours, json!({"f:phase": {}}));
+        assert_eq!(pre_queue_start(Some(&ready), &started, ours), None);
+    }
+
+    #[test]
+    fn an_old_server_stops_the_controller_until_a_new_backup_is_left_alone() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let later = |s: i64| t0 + jiff::SignedDuration::from_secs(s);
+        let grace = Duration::from_secs(10);
+        let mut gate = Gate {
+            deployment: Some(DeploymentRead::Read(DeploymentVerdict::QueueDisabled)),
+            ..Gate::default()
+        };
+        gate.sighted(
+            "b1".into(),
+            "velero-server".into(),
+            Seen::PreQueueStart {
+                from: "New".into(),
+                to: "InProgress".into(),
+            },
+            t0,
+        );
+        // The Deployment's flag does not outweigh an old server seen at work.
+        let Decision::VeleroTooOld(msg) = gate.decide("velero", "velero", None, later(1), grace)
+        else {
+            panic!("an old server closes the gate");
+        };
+        assert!(
+            msg.contains("velero-server")
+                && msg.contains("from New to InProgress")
+                && msg.contains("1.18"),
+            "{msg}"
+        );
+        assert!(matches!(
+            gate.decide("velero", "velero", Some(later(2)), later(5), grace),
+            Decision::VeleroTooOld(_)
+        ));
+        assert_eq!(
+            gate.decide("velero", "velero", Some(later(2)), later(12), grace),
+            Decision::Open
+        );
+        // The Deployment's image decides at once.
+        gate.deployment = Some(DeploymentRead::Read(DeploymentVerdict::ServerTooOld(
+            "velero/velero:v1.17.2".into(),
+        )));
+        let Decision::VeleroTooOld(msg) = gate.decide("velero", "velero", None, later(13), grace)
+        else {
+            panic!("an old image closes the gate");
+        };
+        assert!(
+            msg.contains("Deployment velero/velero") && msg.contains("velero/velero:v1.17.2"),
             "{msg}"
         );
     }

@@ -123,9 +123,9 @@ impl Queue {
     /// and keeps `/readyz` failing with the reason.
     async fn velero_queue_allows(&mut self, writer: &mut Writer<'_, QueueIndex>) -> bool {
         let now = Timestamp::now();
-        for (backup, manager) in writer.index_mut().take_velero_writes() {
-            tracing::debug!(%backup, %manager, "Velero's queue controller wrote this Backup's queue state");
-            self.gate.sighted(backup, manager, now);
+        for (backup, manager, seen) in writer.index_mut().take_velero_writes() {
+            tracing::debug!(%backup, %manager, ?seen, "a Velero write shows its queue controller or a server older than 1.18");
+            self.gate.sighted(backup, manager, seen, now);
         }
         self.read_deployment().await;
         let decision = self.gate.decide(
@@ -139,51 +139,70 @@ impl Queue {
             Decision::Open => {
                 if std::mem::take(&mut self.closed) {
                     tracing::info!(
-                        "Velero's own backup queue controller is not running any more; writing again"
+                        "neither Velero's own backup queue controller nor a Velero server older than 1.18 is running any more; writing again"
                     );
                 }
                 self.readiness.unblock(velero_queue::READINESS_KEY);
                 self.metrics.velero_queue_running.set(0);
+                self.metrics.velero_too_old.set(0);
                 true
             }
             Decision::Closed(message) => {
-                self.readiness
-                    .block(velero_queue::READINESS_KEY, message.clone());
                 self.metrics.velero_queue_running.set(1);
-                if !std::mem::replace(&mut self.closed, true) {
-                    tracing::error!("{message}");
-                    let event = Event {
-                        type_: EventType::Warning,
-                        reason: "VeleroQueueEnabled".into(),
-                        note: Some(message),
-                        action: "Detect".into(),
-                        secondary: None,
-                    };
-                    // On the Deployment when it decided, else on the Backup
-                    // Velero was seen writing.
-                    let deployment_decided =
-                        matches!(self.gate.deployment, Some(DeploymentRead::Read(_)));
-                    let reference = match self
-                        .gate
-                        .sighting
-                        .as_ref()
-                        .filter(|_| !deployment_decided)
-                        .and_then(|s| writer.index().backup(&s.backup))
-                    {
-                        Some(backup) => backup.object_ref(&()),
-                        None => ObjectReference {
-                            api_version: Some("apps/v1".into()),
-                            kind: Some("Deployment".into()),
-                            name: Some(self.config.velero_deployment.clone()),
-                            namespace: Some(self.config.namespace.clone()),
-                            ..ObjectReference::default()
-                        },
-                    };
-                    writer.publish(&event, &reference).await;
-                }
+                self.metrics.velero_too_old.set(0);
+                let sighting = self.gate.sighting.clone();
+                self.close("VeleroQueueEnabled", message, sighting, writer)
+                    .await;
+                false
+            }
+            Decision::VeleroTooOld(message) => {
+                self.metrics.velero_queue_running.set(0);
+                self.metrics.velero_too_old.set(1);
+                let sighting = self.gate.old_server.clone();
+                self.close("VeleroTooOld", message, sighting, writer).await;
                 false
             }
         }
+    }
+
+    /// Keeps `/readyz` failing with `message` and, the first time the
+    /// controller stops, logs it and publishes a `Warning` Event `reason`:
+    /// on the Deployment when it decided, else on the Backup of `sighting`.
+    async fn close(
+        &mut self,
+        reason: &str,
+        message: String,
+        sighting: Option<velero_queue::Sighting>,
+        writer: &mut Writer<'_, QueueIndex>,
+    ) {
+        self.readiness
+            .block(velero_queue::READINESS_KEY, message.clone());
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
+        tracing::error!("{message}");
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.into(),
+            note: Some(message),
+            action: "Detect".into(),
+            secondary: None,
+        };
+        let deployment_decided = matches!(self.gate.deployment, Some(DeploymentRead::Read(_)));
+        let reference = match sighting
+            .filter(|_| !deployment_decided)
+            .and_then(|s| writer.index().backup(&s.backup))
+        {
+            Some(backup) => backup.object_ref(&()),
+            None => ObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: Some("Deployment".into()),
+                name: Some(self.config.velero_deployment.clone()),
+                namespace: Some(self.config.namespace.clone()),
+                ..ObjectReference::default()
+            },
+        };
+        writer.publish(&event, &reference).await;
     }
 
     async fn carry_out(&mut self, plan: QueuePlan, writer: &mut Writer<'_, QueueIndex>) -> Outcome {

@@ -1125,3 +1125,135 @@ async fn a_backup_left_ready_to_start_across_a_velero_restart_is_started_within_
     assert_eq!(nudge_events, 1, "one Event for the wait");
     controller.stop_cleanly().await;
 }
+
+/// A Velero server older than 1.18 beside the controller, on Velero 1.18's
+/// CRD. First its own write shows it: Velero 1.17.2's backup controller
+/// starts every `New` Backup itself (`pkg/controller/backup_controller.go`,
+/// `Reconcile`, `case "", BackupPhaseNew`), simulated here by a patch of a
+/// Backup the controller holds `Queued` to `InProgress` as field manager
+/// `velero-server` (the test bed builds only the 1.18 server). Then the
+/// Velero Deployment's image shows it.
+#[tokio::test]
+async fn writes_nothing_beside_a_velero_server_older_than_1_18() {
+    if kube_testbed::skip_requested() {
+        return;
+    }
+    let bed = kube_testbed::shared();
+    bed.install_crd_files(&[backup_crd(bed)]).await.unwrap();
+    let velero = velero_namespace(bed, "bqc-old-velero").await;
+    let controller = velero
+        .launch(bed)
+        .await
+        .arg("--velero-queue-recheck", "2")
+        .spawn()
+        .unwrap();
+    velero.create("b0", &["a"], "InProgress").await;
+    velero.create("b1", &["a"], "").await;
+    until_phases(
+        &velero,
+        &controller,
+        &[("b0", "InProgress", 0), ("b1", "Queued", 1)],
+    )
+    .await;
+    let as_velero_1_17 = PatchParams {
+        field_manager: Some("velero-server".into()),
+        ..PatchParams::default()
+    };
+    velero
+        .backups
+        .patch(
+            "b1",
+            &as_velero_1_17,
+            &Patch::Merge(json!({"status": {"phase": "InProgress"}})),
+        )
+        .await
+        .unwrap();
+    let not_ready = |needle: &'static str| {
+        let controller = &controller;
+        async move {
+            let Ok((status, body)) = controller.http_get("/readyz").await else {
+                return seen(false, "/readyz does not answer yet".to_owned());
+            };
+            seen(status == 503 && body.contains(needle), (status, body))
+        }
+    };
+    controller
+        .until(
+            "/readyz 503: an old Velero server moved b1",
+            Duration::from_secs(30),
+            || not_ready("moved Backup b1 from Queued to InProgress"),
+        )
+        .await;
+    let metrics = controller_metrics(&controller).await.unwrap();
+    assert_eq!(
+        metric(&metrics, "backup_queue_controller_velero_too_old"),
+        1.0
+    );
+    controller
+        .until(
+            "a VeleroTooOld Event on b1",
+            Duration::from_secs(30),
+            || async {
+                let events = velero.events().await;
+                seen(
+                    events
+                        .iter()
+                        .any(|(o, r, n)| o == "b1" && r == "VeleroTooOld" && n.contains("1.18")),
+                    events,
+                )
+            },
+        )
+        .await;
+    // b2 is left New; once it has waited the re-check interval no old
+    // server runs, and the controller queues it.
+    velero.create("b2", &["b"], "").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        velero.phases().await["b2"].0,
+        "New",
+        "written while stopped"
+    );
+    controller
+        .until(
+            "b2 written once the old server is gone",
+            Duration::from_secs(30),
+            || async {
+                let phases = velero.phases().await;
+                seen(phases["b2"].0 != "New", phases)
+            },
+        )
+        .await;
+
+    // The Deployment names a 1.17 image: stopped again, whatever its flags.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(bed.client(), &velero.namespace);
+    let deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "velero"},
+        "spec": {
+            "selector": {"matchLabels": {"deploy": "velero"}},
+            "template": {
+                "metadata": {"labels": {"deploy": "velero"}},
+                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.17.2",
+                                         "command": ["/velero"],
+                                         "args": ["server", "--disable-controllers=backup-queue"]}]}
+            }
+        }
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    controller
+        .until(
+            "/readyz 503 naming the image",
+            Duration::from_secs(30),
+            || not_ready("velero/velero:v1.17.2, older than 1.18"),
+        )
+        .await;
+    velero.create("b3", &["c"], "").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(velero.phases().await["b3"].0, "New", "written beside 1.17");
+    controller.stop_cleanly().await;
+}
