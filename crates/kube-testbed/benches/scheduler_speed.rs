@@ -45,7 +45,7 @@
 //!
 //! `SCHEDULER_SPEED_SCALE=<fraction>` shrinks every count (nodes and pods)
 //! for a quick check; `SCHEDULER_SPEED_ONLY=<workload name>` runs one
-//! workload.
+//! workload, `SCHEDULER_SPEED_ONLY='<name>|<name>'` those named.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -552,7 +552,10 @@ async fn run() {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut rows = Vec::new();
     for (index, workload) in workloads(scale).iter().enumerate() {
-        if only.as_deref().is_some_and(|o| o != workload.name) {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split('|').any(|name| name.trim() == workload.name))
+        {
             continue;
         }
         let row = run_workload(&bed, &nodes, &namespaces, index, workload).await;
