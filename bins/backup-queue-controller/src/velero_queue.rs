@@ -286,6 +286,15 @@ pub enum Seen {
     },
 }
 
+impl std::fmt::Display for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::QueueWrite => f.write_str("a queue write"),
+            Self::PreQueueStart { from, to } => write!(f, "a start from {from} to {to}"),
+        }
+    }
+}
+
 /// A write by Velero that shows its queue controller or an old server
 /// running, as the watch showed it.
 #[derive(Debug, Clone, PartialEq, Eq)]

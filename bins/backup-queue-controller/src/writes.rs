@@ -124,7 +124,7 @@ impl Queue {
     async fn velero_queue_allows(&mut self, writer: &mut Writer<'_, QueueIndex>) -> bool {
         let now = Timestamp::now();
         for (backup, manager, seen) in writer.index_mut().take_velero_writes() {
-            tracing::debug!(%backup, %manager, ?seen, "a Velero write shows its queue controller or a server older than 1.18");
+            tracing::debug!(%backup, %manager, %seen, "a Velero write shows its queue controller or a server older than 1.18");
             self.gate.sighted(backup, manager, seen, now);
         }
         self.read_deployment().await;
