@@ -28,10 +28,9 @@
 //! and `/readyz` fails with that message.
 //!
 //! A Velero server older than 1.18 has no queue: its backup controller
-//! starts every `New` Backup itself (Velero 1.17.2,
-//! `pkg/controller/backup_controller.go`, `Reconcile`: `case "",
-//! BackupPhaseNew`), beside this controller's queue, and it refuses
-//! `--disable-controllers=backup-queue` as an unknown controller. Such a
+//! starts every `New` Backup itself (rule Q4.24), beside this controller's
+//! queue, and it refuses `--disable-controllers=backup-queue` as an
+//! unknown controller. Such a
 //! server is told by the same two sources: the Deployment's image tag
 //! (`velero/velero:v1.17.2`), and a Velero field manager moving a Backup
 //! this controller saw `New` or `Queued` to any phase but `Queued`,

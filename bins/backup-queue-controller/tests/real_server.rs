@@ -1128,11 +1128,11 @@ async fn a_backup_left_ready_to_start_across_a_velero_restart_is_started_within_
 
 /// A Velero server older than 1.18 beside the controller, on Velero 1.18's
 /// CRD. First its own write shows it: Velero 1.17.2's backup controller
-/// starts every `New` Backup itself (`pkg/controller/backup_controller.go`,
-/// `Reconcile`, `case "", BackupPhaseNew`), simulated here by a patch of a
-/// Backup the controller holds `Queued` to `InProgress` as field manager
-/// `velero-server` (the test bed builds only the 1.18 server). Then the
-/// Velero Deployment's image shows it.
+/// starts every `New` Backup itself with a merge patch of the phase (rule
+/// Q4.24), simulated here by that patch, as field manager `velero-server`,
+/// of a Backup the controller already holds `Queued` (the server's cache
+/// still showing it `New`; the test bed builds only the 1.18 server). Then
+/// the Velero Deployment's image shows it.
 #[tokio::test]
 async fn writes_nothing_beside_a_velero_server_older_than_1_18() {
     if kube_testbed::skip_requested() {
