@@ -862,19 +862,7 @@ async fn velero_bed(velero_args: &[&str]) -> (Testbed, Velero) {
     args.extend_from_slice(velero_args);
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(bed.client(), &namespace);
-    let deployment = serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "velero"},
-        "spec": {
-            "selector": {"matchLabels": {"deploy": "velero"}},
-            "template": {
-                "metadata": {"labels": {"deploy": "velero"}},
-                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.18.3",
-                                         "command": ["/velero"], "args": args}]}
-            }
-        }
-    }))
-    .unwrap();
+    let deployment = velero_deployment("velero/velero:v1.18.3", &args);
     deployments
         .create(&PostParams::default(), &deployment)
         .await
@@ -898,6 +886,25 @@ async fn velero_bed(velero_args: &[&str]) -> (Testbed, Velero) {
         manifests,
     };
     (bed, velero)
+}
+
+/// A Deployment `velero` describing a Velero server: its container
+/// `velero` runs `image` with `/velero` and `args` (the bed has no
+/// kubelet, so nothing runs it; controllers read it).
+fn velero_deployment(image: &str, args: &[&str]) -> k8s_openapi::api::apps::v1::Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "velero"},
+        "spec": {
+            "selector": {"matchLabels": {"deploy": "velero"}},
+            "template": {
+                "metadata": {"labels": {"deploy": "velero"}},
+                "spec": {"containers": [{"name": "velero", "image": image,
+                                         "command": ["/velero"], "args": args}]}
+            }
+        }
+    }))
+    .unwrap()
 }
 
 /// The field managers in a Backup's `managedFields`.
@@ -1227,20 +1234,10 @@ async fn writes_nothing_beside_a_velero_server_older_than_1_18() {
     // The Deployment names a 1.17 image: stopped again, whatever its flags.
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(bed.client(), &velero.namespace);
-    let deployment = serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "velero"},
-        "spec": {
-            "selector": {"matchLabels": {"deploy": "velero"}},
-            "template": {
-                "metadata": {"labels": {"deploy": "velero"}},
-                "spec": {"containers": [{"name": "velero", "image": "velero/velero:v1.17.2",
-                                         "command": ["/velero"],
-                                         "args": ["server", "--disable-controllers=backup-queue"]}]}
-            }
-        }
-    }))
-    .unwrap();
+    let deployment = velero_deployment(
+        "velero/velero:v1.17.2",
+        &["server", "--disable-controllers=backup-queue"],
+    );
     deployments
         .create(&PostParams::default(), &deployment)
         .await
