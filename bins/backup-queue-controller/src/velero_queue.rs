@@ -313,10 +313,36 @@ pub struct Sighting {
 pub enum Decision {
     /// Velero's queue is disabled (or nothing shows it runs).
     Open,
-    /// Velero's queue runs: the message for logs, the Event and `/readyz`.
-    Closed(String),
-    /// The Velero server is older than 1.18: the message.
-    VeleroTooOld(String),
+    /// Velero's queue runs.
+    Closed(Stop),
+    /// The Velero server is older than 1.18.
+    VeleroTooOld(Stop),
+}
+
+/// Why the controller stops writing, as [`Gate::decide`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stop {
+    /// The message for logs, the Event and `/readyz`.
+    pub message: String,
+    /// The Backup whose write by Velero decided; `None` when the Velero
+    /// Deployment did.
+    pub backup: Option<String>,
+}
+
+impl Stop {
+    fn by_deployment(message: String) -> Self {
+        Stop {
+            message,
+            backup: None,
+        }
+    }
+
+    fn by_sighting(message: String, sighting: &Sighting) -> Self {
+        Stop {
+            message,
+            backup: Some(sighting.backup.clone()),
+        }
+    }
 }
 
 /// The state behind [`Decision`]: the last Deployment read and the last
@@ -368,9 +394,9 @@ impl Gate {
         };
         if let Some(DeploymentRead::Read(DeploymentVerdict::ServerTooOld(image))) = &self.deployment
         {
-            return Decision::VeleroTooOld(format!(
+            return Decision::VeleroTooOld(Stop::by_deployment(format!(
                 "Deployment {namespace}/{deployment_name} runs the Velero server image {image}, older than 1.18: it has no backup queue and starts every New Backup itself, beside this controller's queue; upgrade Velero to 1.18 or later. backup-queue-controller writes nothing until then"
-            ));
+            )));
         }
         if self.old_server.as_ref().is_some_and(left_alone) {
             self.old_server = None;
@@ -380,21 +406,22 @@ impl Gate {
                 Seen::PreQueueStart { from, to } => (from.as_str(), to.as_str()),
                 Seen::QueueWrite => ("New", "a started phase"),
             };
-            return Decision::VeleroTooOld(format!(
+            let message = format!(
                 "a Velero server older than 1.18 is running: field manager {:?} moved Backup {} from {from} to {to}, which Velero 1.18's backup controller never does (it starts only ReadyToStart Backups); upgrade Velero to 1.18 or later. backup-queue-controller writes nothing until then",
                 old.manager, old.backup
-            ));
+            );
+            return Decision::VeleroTooOld(Stop::by_sighting(message, old));
         }
         match &self.deployment {
             Some(DeploymentRead::Read(DeploymentVerdict::QueueEnabled)) => {
-                return Decision::Closed(format!(
+                return Decision::Closed(Stop::by_deployment(format!(
                     "Velero's own backup queue controller is enabled: Deployment {namespace}/{deployment_name} runs the Velero server without {DISABLE_FLAG}; add {DISABLE_FLAG} to the Velero server's args. backup-queue-controller writes nothing until then"
-                ));
+                )));
             }
             Some(DeploymentRead::Read(DeploymentVerdict::RollingOut(updated, replicas))) => {
-                return Decision::Closed(format!(
+                return Decision::Closed(Stop::by_deployment(format!(
                     "Deployment {namespace}/{deployment_name} has {DISABLE_FLAG}, but its rollout is not finished ({updated} of {replicas} replicas updated): Velero's own backup queue controller may still run. backup-queue-controller writes nothing until the rollout finishes"
-                ));
+                )));
             }
             Some(DeploymentRead::Read(DeploymentVerdict::QueueDisabled)) => return Decision::Open,
             Some(DeploymentRead::Read(DeploymentVerdict::ServerTooOld(_)))
@@ -414,10 +441,11 @@ impl Gate {
             }
             _ => String::new(),
         };
-        Decision::Closed(format!(
+        let message = format!(
             "Velero's own backup queue controller is running: field manager {:?} queued or started Backup {}{why}; start the Velero server with {DISABLE_FLAG}. backup-queue-controller writes nothing until then",
             sighting.manager, sighting.backup
-        ))
+        );
+        Decision::Closed(Stop::by_sighting(message, sighting))
     }
 }
 
@@ -562,9 +590,14 @@ mod tests {
             Decision::Open
         );
         gate.sighted("b1".into(), "velero-server".into(), Seen::QueueWrite, t0);
-        let Decision::Closed(msg) = gate.decide("velero", "velero", None, later(1), grace) else {
+        let Decision::Closed(Stop {
+            message: msg,
+            backup,
+        }) = gate.decide("velero", "velero", None, later(1), grace)
+        else {
             panic!("a sighting closes the gate");
         };
+        assert_eq!(backup.as_deref(), Some("b1"));
         assert!(
             msg.contains(DISABLE_FLAG) && msg.contains("velero-server"),
             "{msg}"
@@ -593,9 +626,14 @@ mod tests {
         );
         gate.deployment = Some(DeploymentRead::Read(DeploymentVerdict::QueueEnabled));
         gate.sighting = None;
-        let Decision::Closed(msg) = gate.decide("velero", "velero", None, later(14), grace) else {
+        let Decision::Closed(Stop {
+            message: msg,
+            backup,
+        }) = gate.decide("velero", "velero", None, later(14), grace)
+        else {
             panic!("an enabled queue closes the gate");
         };
+        assert_eq!(backup.as_deref(), None);
         assert!(
             msg.contains("Deployment velero/velero") && msg.contains(DISABLE_FLAG),
             "{msg}"
@@ -726,10 +764,14 @@ mod tests {
             t0,
         );
         // The Deployment's flag does not outweigh an old server seen at work.
-        let Decision::VeleroTooOld(msg) = gate.decide("velero", "velero", None, later(1), grace)
+        let Decision::VeleroTooOld(Stop {
+            message: msg,
+            backup,
+        }) = gate.decide("velero", "velero", None, later(1), grace)
         else {
             panic!("an old server closes the gate");
         };
+        assert_eq!(backup.as_deref(), Some("b1"));
         assert!(
             msg.contains("velero-server")
                 && msg.contains("from New to InProgress")
@@ -748,10 +790,14 @@ mod tests {
         gate.deployment = Some(DeploymentRead::Read(DeploymentVerdict::ServerTooOld(
             "velero/velero:v1.17.2".into(),
         )));
-        let Decision::VeleroTooOld(msg) = gate.decide("velero", "velero", None, later(13), grace)
+        let Decision::VeleroTooOld(Stop {
+            message: msg,
+            backup,
+        }) = gate.decide("velero", "velero", None, later(13), grace)
         else {
             panic!("an old image closes the gate");
         };
+        assert_eq!(backup.as_deref(), None);
         assert!(
             msg.contains("Deployment velero/velero") && msg.contains("velero/velero:v1.17.2"),
             "{msg}"

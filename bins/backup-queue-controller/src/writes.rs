@@ -32,7 +32,7 @@ use crate::config::Config;
 use crate::index::QueueIndex;
 use crate::metrics::Metrics;
 use crate::pass::{self, QueuePlan, human_duration};
-use crate::velero_queue::{self, Decision, DeploymentRead, Gate};
+use crate::velero_queue::{self, Decision, DeploymentRead, Gate, Stop};
 use controller_kit::server::Readiness;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -49,7 +49,8 @@ pub struct Queue {
     readiness: Readiness,
     gate: Gate,
     deployment_read_at: Option<std::time::Instant>,
-    closed: bool,
+    /// The Event reason the controller stopped writing for, while stopped.
+    closed: Option<&'static str>,
 }
 
 impl Queue {
@@ -74,7 +75,7 @@ impl Queue {
             readiness,
             gate: Gate::default(),
             deployment_read_at: None,
-            closed: false,
+            closed: None,
         }
     }
 
@@ -137,7 +138,7 @@ impl Queue {
         );
         match decision {
             Decision::Open => {
-                if std::mem::take(&mut self.closed) {
+                if self.closed.take().is_some() {
                     tracing::info!(
                         "neither Velero's own backup queue controller nor a Velero server older than 1.18 is running any more; writing again"
                     );
@@ -147,51 +148,48 @@ impl Queue {
                 self.metrics.velero_too_old.set(0);
                 true
             }
-            Decision::Closed(message) => {
+            Decision::Closed(stop) => {
                 self.metrics.velero_queue_running.set(1);
                 self.metrics.velero_too_old.set(0);
-                let sighting = self.gate.sighting.clone();
-                self.close("VeleroQueueEnabled", message, sighting, writer)
-                    .await;
+                self.close("VeleroQueueEnabled", stop, writer).await;
                 false
             }
-            Decision::VeleroTooOld(message) => {
+            Decision::VeleroTooOld(stop) => {
                 self.metrics.velero_queue_running.set(0);
                 self.metrics.velero_too_old.set(1);
-                let sighting = self.gate.old_server.clone();
-                self.close("VeleroTooOld", message, sighting, writer).await;
+                self.close("VeleroTooOld", stop, writer).await;
                 false
             }
         }
     }
 
-    /// Keeps `/readyz` failing with `message` and, the first time the
-    /// controller stops, logs it and publishes a `Warning` Event `reason`:
-    /// on the Deployment when it decided, else on the Backup of `sighting`.
+    /// Keeps `/readyz` failing with the stop's message and, when the
+    /// controller stops (or stops for another reason), logs it and
+    /// publishes a `Warning` Event `reason`: on the Backup whose write
+    /// decided, else on the Velero Deployment.
     async fn close(
         &mut self,
-        reason: &str,
-        message: String,
-        sighting: Option<velero_queue::Sighting>,
+        reason: &'static str,
+        stop: Stop,
         writer: &mut Writer<'_, QueueIndex>,
     ) {
         self.readiness
-            .block(velero_queue::READINESS_KEY, message.clone());
-        if std::mem::replace(&mut self.closed, true) {
+            .block(velero_queue::READINESS_KEY, stop.message.clone());
+        if self.closed.replace(reason) == Some(reason) {
             return;
         }
-        tracing::error!("{message}");
+        tracing::error!("{}", stop.message);
         let event = Event {
             type_: EventType::Warning,
             reason: reason.into(),
-            note: Some(message),
+            note: Some(stop.message),
             action: "Detect".into(),
             secondary: None,
         };
-        let deployment_decided = matches!(self.gate.deployment, Some(DeploymentRead::Read(_)));
-        let reference = match sighting
-            .filter(|_| !deployment_decided)
-            .and_then(|s| writer.index().backup(&s.backup))
+        let reference = match stop
+            .backup
+            .as_deref()
+            .and_then(|b| writer.index().backup(b))
         {
             Some(backup) => backup.object_ref(&()),
             None => ObjectReference {
