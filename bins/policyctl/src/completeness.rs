@@ -21,7 +21,8 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::{Command, ConfigAction, GlobalArgs, SootheMode};
 use crate::live::kinds::{
-    self, CLUSTER_API, CONFIG, DATA_PATH, Kind, Needs, SCHEDULING, STORAGE, VOLUMES, WORKLOADS,
+    self, CLUSTER_API, CONFIG, DATA_PATH, DEVICES, Kind, Needs, SCHEDULING, STORAGE, VOLUMES,
+    WORKLOADS,
 };
 use crate::manifest::Inventory;
 use crate::output::Output;
@@ -51,6 +52,10 @@ pub fn count(inventory: &Inventory, kind: Kind) -> usize {
         Kind::StorageClass => inventory.storage_classes.len(),
         Kind::VolumeAttachment => inventory.volume_attachments.len(),
         Kind::CSINode => inventory.csi_nodes.len(),
+        Kind::DeviceClass => inventory.device_classes.len(),
+        Kind::ResourceClaim => inventory.resource_claims.len(),
+        Kind::ResourceClaimTemplate => inventory.resource_claim_templates.len(),
+        Kind::ResourceSlice => inventory.resource_slices.len(),
         Kind::Backup => inventory.backups.len(),
         Kind::BackupRepository => inventory.backup_repositories.len(),
         Kind::PriorityClass => inventory.priority_classes.len(),
@@ -125,7 +130,14 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
     (
         "spareReplicas",
         "Spare replicas",
-        &[SCHEDULING, WORKLOADS, STORAGE, VOLUMES, &[Kind::Deployment]],
+        &[
+            SCHEDULING,
+            WORKLOADS,
+            STORAGE,
+            VOLUMES,
+            DEVICES,
+            &[Kind::Deployment],
+        ],
     ),
     (
         "clusterModules",
@@ -140,7 +152,7 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
     (
         "scheduling",
         "Scheduling",
-        &[SCHEDULING, WORKLOADS, VOLUMES],
+        &[SCHEDULING, WORKLOADS, VOLUMES, DEVICES],
     ),
     (
         "maintenance",

@@ -160,6 +160,7 @@ fn every_contract_key_is_present() {
     assert_eq!(
         keys(&schedule["scores"]),
         [
+            "dynamicResources",
             "imageLocality",
             "interPodAffinity",
             "nodeAffinity",

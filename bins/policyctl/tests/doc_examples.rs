@@ -1,6 +1,7 @@
 //! The examples of `docs/policyctl.md` reproduce: every ```console block
-//! that runs `policyctl` on the bundled example cluster (no `-f`, no live
-//! mode) and prints a table shows exactly what the command prints today.
+//! that runs `policyctl` on the bundled inputs (the example cluster, or
+//! `-f examples/…`; no live mode) and prints a table shows exactly what
+//! the command prints today.
 //! JSON and YAML examples are abridged in the docs (`...`), so they are
 //! left to the snapshot tests. The `vnf` examples read the files of
 //! `examples/tacker`, named from the repository root.
@@ -22,13 +23,16 @@ fn examples() -> Vec<(String, String)> {
             continue;
         };
         let words: Vec<&str> = command.split_whitespace().collect();
+        // `-f` is run when it reads a bundled example (`examples/…`).
+        let reads_other_files = words
+            .windows(2)
+            .any(|pair| pair[0] == "-f" && !pair[1].starts_with("examples/"))
+            || words.last() == Some(&"-f");
         let skipped = command.ends_with('\\')
-            || words.iter().any(|w| {
-                matches!(
-                    *w,
-                    "-f" | "-o" | "--live" | "--kubeconfig" | "--context" | "|"
-                )
-            });
+            || reads_other_files
+            || words
+                .iter()
+                .any(|w| matches!(*w, "-o" | "--live" | "--kubeconfig" | "--context" | "|"));
         if skipped {
             continue;
         }

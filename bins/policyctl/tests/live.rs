@@ -917,7 +917,7 @@ async fn a_user_who_may_list_nothing_gets_an_incomplete_report_and_exit_3() {
     assert!(
         schedule
             .stderr
-            .ends_with("(the input is incomplete: forbidden (403): CSINode, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicaSet, ReplicationController, Service, StatefulSet, StorageClass)\n"),
+            .ends_with("(the input is incomplete: forbidden (403): CSINode, DeviceClass, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicaSet, ReplicationController, ResourceClaim, ResourceClaimTemplate, ResourceSlice, Service, StatefulSet, StorageClass)\n"),
         "{}",
         schedule.stderr
     );

@@ -6,7 +6,8 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube_validation::namespace_or_default;
 use serde::{Deserialize, Serialize};
 
-use crate::plugins::{SCORE_WEIGHTS, default_profile};
+use crate::dra::DraObjects;
+use crate::plugins::{SCORE_WEIGHTS, profile_for};
 use crate::pod_info::PodInfo;
 use crate::profile::{CoreEval, evaluate, evaluate_masked, select, totals};
 use crate::result::{Options, OptionsError, PluginScores, ScheduleResult};
@@ -64,7 +65,7 @@ impl ClusterState {
     pub(crate) fn core_eval(&self, pod: &Pod, info: &PodInfo, opts: &Options) -> CoreEval {
         let ahead = self.nominated_ahead_of(pod);
         if ahead.is_empty() {
-            return evaluate(self, default_profile(), info, opts);
+            return evaluate(self, profile_for(opts.kubernetes_version), info, opts);
         }
         let mut with = self.clone();
         with.nominated.clear();
@@ -73,8 +74,9 @@ impl ClusterState {
             // parse) is left out, as for bound pods.
             let _ = with.add_pod(p);
         }
-        let rejected = evaluate(&with, default_profile(), info, opts).reasons;
-        evaluate_masked(self, default_profile(), info, opts, Some(&rejected))
+        let profile = profile_for(opts.kubernetes_version);
+        let rejected = evaluate(&with, profile, info, opts).reasons;
+        evaluate_masked(self, profile, info, opts, Some(&rejected))
     }
 
     /// The nominated pods that kube-scheduler adds when it filters `pod`:
@@ -172,8 +174,17 @@ impl ClusterState {
         {
             Some(node) => {
                 let name = self.nodes[node as usize].name.clone();
+                let claims = crate::plugins::dynamic_resources::reserve(
+                    self,
+                    &info,
+                    opts.kubernetes_version,
+                    node,
+                );
                 info.node_name = Some(name.clone());
                 self.add_pod_info(std::sync::Arc::new(info))?;
+                for (key, claim) in claims {
+                    self.dra.record(key, claim);
+                }
                 self.remove_nominated_pod(
                     namespace_or_default(pod.metadata.namespace.as_deref()),
                     pod.metadata.name.as_deref().unwrap_or_default(),
@@ -358,6 +369,7 @@ pub fn schedule_with_workloads(
         pods,
         workloads,
         storage: &storage,
+        dra: &DraObjects::default(),
     };
     schedule_snapshot(&snapshot, namespace, name, opts)
 }
@@ -375,6 +387,8 @@ pub struct Snapshot<'a> {
     pub workloads: &'a Workloads,
     /// Claims, volumes, storage classes and CSINodes (C.50–C.54).
     pub storage: &'a StorageObjects,
+    /// DeviceClasses, ResourceClaims, templates and ResourceSlices (DR.1–DR.4).
+    pub dra: &'a DraObjects,
 }
 
 /// [`schedule`] with the cluster's claims, volumes, storage classes and
@@ -395,6 +409,7 @@ pub fn schedule_with_storage(
         pods,
         workloads: &workloads,
         storage,
+        dra: &DraObjects::default(),
     };
     schedule_snapshot(&snapshot, namespace, name, opts)
 }
@@ -412,6 +427,7 @@ pub fn schedule_snapshot(
         pods,
         workloads,
         storage,
+        dra,
     } = *snapshot;
     opts.validate()?;
     let is_target = |p: &Pod| {
@@ -426,6 +442,7 @@ pub fn schedule_snapshot(
     let mut state =
         ClusterState::from_snapshot(nodes, namespaces, &others, opts.merge_match_label_keys)?;
     state.set_storage(storage);
+    state.set_dra(dra);
     state.add_workloads(workloads);
     let mut incoming = target.clone();
     if let Some(spec) = incoming.spec.as_mut() {
@@ -463,6 +480,7 @@ pub fn schedule_all_with_workloads(
         pods,
         workloads,
         storage: &storage,
+        dra: &DraObjects::default(),
     };
     schedule_all_snapshot(&snapshot, opts)
 }
@@ -483,6 +501,7 @@ pub fn schedule_all_with_storage(
         pods,
         workloads: &workloads,
         storage,
+        dra: &DraObjects::default(),
     };
     schedule_all_snapshot(&snapshot, opts)
 }
@@ -498,11 +517,13 @@ pub fn schedule_all_snapshot(
         pods,
         workloads,
         storage,
+        dra,
     } = *snapshot;
     opts.validate()?;
     let mut state =
         ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
     state.set_storage(storage);
+    state.set_dra(dra);
     state.add_workloads(workloads);
     let mut pending: Vec<&Pod> = pods
         .iter()

@@ -17,8 +17,7 @@ use crate::plugins::node_resources_fit::{Insufficient, fits_request};
 use crate::plugins::node_unschedulable::UNSCHEDULABLE_TAINT_KEY;
 use crate::plugins::pod_topology_spread::spread_prefilter;
 use crate::plugins::{
-    Reason, default_profile, node_volume_limits, taint_toleration, volume_binding,
-    volume_restrictions, volume_zone,
+    Reason, node_volume_limits, taint_toleration, volume_binding, volume_restrictions, volume_zone,
 };
 use crate::pod_info::PodInfo;
 use crate::profile::evaluate;
@@ -65,7 +64,12 @@ pub fn diagnose(
         d.explanation = skip.to_string();
         return Some(d);
     }
-    let core = evaluate(state, default_profile(), &info, opts);
+    let core = evaluate(
+        state,
+        crate::plugins::profile_for(opts.kubernetes_version),
+        &info,
+        opts,
+    );
     if let Some(e) = &core.error {
         d.explanation = format!("the pod cannot be scheduled at all: {e}");
         return Some(d);
@@ -100,7 +104,7 @@ pub fn diagnose(
     }
     let Some(rejection) = core.reasons[node as usize].clone() else {
         d.fits = true;
-        d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread and InterPodAffinity on this node".to_owned();
+        d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity and DynamicResources on this node".to_owned();
         return Some(d);
     };
     d.plugin = Some(rejection.plugin);
@@ -132,6 +136,15 @@ pub fn diagnose(
             d.explanation = explain_volumes(state, &info, node, None);
             return Some(d);
         }
+        Plugin::DynamicResources => {
+            d.explanation = crate::plugins::dynamic_resources::explain(
+                state,
+                &info,
+                opts.kubernetes_version,
+                node,
+            );
+            return Some(d);
+        }
         _ => {}
     }
     let Some(reason) = Reason::of(&rejection) else {
@@ -158,8 +171,11 @@ pub fn diagnose(
         | Plugin::VolumeZone => explain_volumes(state, &info, node, Some(reason)),
         // Explained above.
         Plugin::TaintToleration | Plugin::NodeResourcesFit => String::new(),
-        // Score-only plugins never reject a node.
-        Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => String::new(),
+        // Score-only plugins never reject a node; DynamicResources is
+        // explained above.
+        Plugin::NodeResourcesBalancedAllocation
+        | Plugin::ImageLocality
+        | Plugin::DynamicResources => String::new(),
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();

@@ -67,6 +67,7 @@ mod admission;
 mod api;
 mod capacity;
 mod diagnose;
+mod dra;
 mod fast_hash;
 mod images;
 mod pair_counts;
@@ -90,11 +91,12 @@ pub use api::{
 };
 pub use capacity::{Capacity, DEFAULT_MAX_COPIES, capacity, capacity_copy};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
+pub use dra::DraObjects;
 /// A parsed pod or namespace label selector: [`kube_validation`]'s
 /// [`LabelSelectorMatcher`](kube_validation::LabelSelectorMatcher) (a null
 /// selector matches nothing, an empty one everything, M.3).
 pub use kube_validation::LabelSelectorMatcher as PodSelector;
-pub use plugins::{Reason, SCORE_WEIGHTS};
+pub use plugins::{Reason, SCORE_WEIGHTS, score_weights};
 pub use pod_info::PodInfo;
 pub use result::{
     Code, Failure, Options, OptionsError, Plugin, PluginScores, ScheduleResult, Scores,

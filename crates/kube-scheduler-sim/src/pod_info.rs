@@ -153,6 +153,10 @@ pub struct PodInfo {
     pub(crate) images: Vec<String>,
     /// Init and regular containers (ImageLocality's upper threshold).
     pub(crate) container_count: usize,
+    /// `metadata.uid` (a claim reserved for the pod names it).
+    pub(crate) uid: Option<String>,
+    /// The DRA claims of `spec.resourceClaims` (DynamicResources, DR.1).
+    pub(crate) claims: Vec<crate::dra::PodClaim>,
 }
 
 impl PodInfo {
@@ -290,6 +294,8 @@ impl PodInfo {
             non_zero_requests: pod_non_zero_requests(pod).unwrap_or_default(),
             images,
             container_count,
+            uid: meta.uid.clone(),
+            claims: crate::dra::pod_claims(pod),
         }
     }
 

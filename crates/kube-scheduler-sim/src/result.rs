@@ -88,6 +88,8 @@ pub enum Plugin {
     PodTopologySpread,
     /// InterPodAffinity.
     InterPodAffinity,
+    /// DynamicResources (DRA claims: allocation on the node, DR.1–DR.9).
+    DynamicResources,
     /// NodeResourcesBalancedAllocation (score only).
     NodeResourcesBalancedAllocation,
     /// ImageLocality (score only).
@@ -222,6 +224,9 @@ pub struct Scores {
     pub inter_pod_affinity: PluginScores,
     /// ImageLocality (C.45).
     pub image_locality: PluginScores,
+    /// DynamicResources: the `firstAvailable` alternatives chosen (DR.8).
+    #[serde(default)]
+    pub dynamic_resources: PluginScores,
 }
 
 impl Scores {
@@ -235,6 +240,7 @@ impl Scores {
             Plugin::PodTopologySpread => &self.pod_topology_spread,
             Plugin::InterPodAffinity => &self.inter_pod_affinity,
             Plugin::ImageLocality => &self.image_locality,
+            Plugin::DynamicResources => &self.dynamic_resources,
             _ => return None,
         })
     }
@@ -249,6 +255,7 @@ impl Scores {
             Plugin::PodTopologySpread => &mut self.pod_topology_spread,
             Plugin::InterPodAffinity => &mut self.inter_pod_affinity,
             Plugin::ImageLocality => &mut self.image_locality,
+            Plugin::DynamicResources => &mut self.dynamic_resources,
             _ => return None,
         })
     }

@@ -167,6 +167,8 @@ pub struct ClusterState {
     merge_match_label_keys: bool,
     /// Claims, volumes, classes and CSINodes (C.50–C.53).
     pub(crate) storage: Storage,
+    /// DeviceClasses, ResourceClaims, templates and ResourceSlices (DR.1–DR.4).
+    pub(crate) dra: crate::dra::Dra,
     /// Per image name: the size reported by the first node listing it and
     /// the number of nodes listing it (`ImageStateSummary`, C.45).
     pub(crate) image_states: HashMap<String, (i64, u32)>,
@@ -347,7 +349,19 @@ impl ClusterState {
             pairs,
             volumes: NodeVolumes::default(),
         });
+        let added = &self.nodes[idx as usize];
+        self.dra.add_node(&added.name, &added.labels);
         Ok(())
+    }
+
+    /// Replace the DRA objects the DynamicResources plugin reads (DR.1–DR.4):
+    /// device classes, claims (with the allocations they hold), claim
+    /// templates and the ResourceSlices drivers publish.
+    pub fn set_dra(&mut self, objects: &crate::DraObjects) {
+        self.dra = crate::dra::Dra::new(
+            objects,
+            self.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
+        );
     }
 
     /// Add or replace a namespace (its labels feed namespaceSelectors).

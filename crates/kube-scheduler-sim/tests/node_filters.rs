@@ -13,7 +13,9 @@ mod oracle;
 mod support;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube_scheduler_sim::{ClusterState, Code, Options, Plugin, ScheduleError, schedule};
+use kube_scheduler_sim::{
+    ClusterState, Code, KubernetesVersion, Options, Plugin, ScheduleError, schedule,
+};
 use serde_json::{Value, json};
 use support::*;
 
@@ -55,7 +57,11 @@ fn on_node(name: &str, spec: Value) -> Pod {
 
 /// The one verdict on node `m`: "ok" or the failure's reasons joined.
 fn verdict(nodes: &[Node], pods: &[Pod], pod: &Pod) -> (String, Option<Code>) {
-    let r = eval(nodes, &[], pods, pod, &Options::default());
+    verdict_with(nodes, pods, pod, &Options::default())
+}
+
+fn verdict_with(nodes: &[Node], pods: &[Pod], pod: &Pod, opts: &Options) -> (String, Option<Code>) {
+    let r = eval(nodes, &[], pods, pod, opts);
     match r.unschedulable.get("m") {
         None => (OK.to_owned(), None),
         Some(f) => {
@@ -1080,9 +1086,10 @@ fn the_summary_counts_every_reason_of_a_node_and_sorts_as_strings() {
     );
 }
 
-// The default profile's filter order: NodeUnschedulable, NodeName,
-// TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
-// PodTopologySpread, InterPodAffinity; the first failure is reported.
+// The default profile's filter order: NodeName, NodeUnschedulable (the
+// other way round up to 1.36), TaintToleration, NodeAffinity, NodePorts,
+// NodeResourcesFit, PodTopologySpread, InterPodAffinity; the first failure
+// is reported.
 #[test]
 fn filters_run_in_the_default_profile_order() {
     let everything_wrong = node_with(
@@ -1105,7 +1112,21 @@ fn filters_run_in_the_default_profile_order() {
         );
         assert_eq!(got, want);
     };
-    expect(&pod_spec, &node, UNSCHEDULABLE);
+    expect(&pod_spec, &node, NODE_NAME);
+    let up_to_1_36 = Options {
+        kubernetes_version: KubernetesVersion::V1_36,
+        ..Options::default()
+    };
+    let (got, _) = verdict_with(
+        std::slice::from_ref(&node),
+        std::slice::from_ref(&used),
+        &incoming(pod_spec.clone()),
+        &up_to_1_36,
+    );
+    assert_eq!(
+        got, UNSCHEDULABLE,
+        "NodeUnschedulable runs first up to 1.36"
+    );
     pod_spec["tolerations"] = json!([toleration(
         "node.kubernetes.io/unschedulable",
         "Exists",

@@ -104,6 +104,7 @@ fn state(inventory: &Inventory) -> Result<ClusterState, String> {
     )
     .map_err(|error| format!("cannot compute the capacity: {error}"))?;
     state.set_storage(&cluster.storage);
+    state.set_dra(&cluster.dra);
     state.add_workloads(&cluster.workloads);
     Ok(state)
 }

@@ -104,6 +104,7 @@ pub fn diagnose(
     )
     .map_err(|error| CommandError::Input(format!("cannot diagnose pod {pod_ref}: {error}")))?;
     state.set_storage(&cluster.storage);
+    state.set_dra(&cluster.dra);
     let mut incoming = pod.clone();
     if let Some(spec) = incoming.spec.as_mut() {
         spec.node_name = None;

@@ -194,6 +194,7 @@ pub fn answers(
     )
     .map_err(|error| CommandError::Input(format!("cannot place maintenance jobs: {error}")))?;
     state.set_storage(&cluster.storage);
+    state.set_dra(&cluster.dra);
     let mut out = Vec::new();
     for (object_key, located) in &inventory.backup_repositories {
         let repository = &located.object;

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube_scheduler_sim::{
-    self as scheduler, Options, Plugin, SCORE_WEIGHTS, ScheduleResult, Snapshot, StorageObjects,
+    self as scheduler, DraObjects, Options, Plugin, ScheduleResult, Snapshot, StorageObjects,
     Workloads,
 };
 use serde_json::{Value, json};
@@ -46,6 +46,9 @@ pub struct Cluster {
     /// Services, ReplicationControllers, ReplicaSets and StatefulSets: the
     /// selectors of kube-scheduler's default topology spreading.
     pub workloads: Workloads,
+    /// DeviceClasses, ResourceClaims, their templates and ResourceSlices
+    /// (the DynamicResources plugin).
+    pub dra: DraObjects,
 }
 
 impl Cluster {
@@ -76,6 +79,12 @@ impl Cluster {
                 replication_controllers: objects(&inventory.replication_controllers),
                 replica_sets: objects(&inventory.replica_sets),
                 stateful_sets: objects(&inventory.stateful_sets),
+            },
+            dra: DraObjects {
+                device_classes: objects(&inventory.device_classes),
+                claims: objects(&inventory.resource_claims),
+                claim_templates: objects(&inventory.resource_claim_templates),
+                slices: objects(&inventory.resource_slices),
             },
         }
     }
@@ -120,6 +129,7 @@ pub fn evaluate(
         pods: &cluster.pods,
         workloads: &cluster.workloads,
         storage: &cluster.storage,
+        dra: &cluster.dra,
     };
     let result = scheduler::schedule_snapshot(&snapshot, &pod.namespace, &pod.name, options)
         .map_err(|error| CommandError::Input(format!("cannot schedule pod {pod}: {error}")))?;
@@ -178,8 +188,9 @@ pub fn run_one(
     let score = |map: &BTreeMap<String, i64>, node: &str| or_dash(map.get(node));
     // Normalised score per plugin, in the profile's order, then the
     // weighted total (C.21).
+    let weights = scheduler::score_weights(options.kubernetes_version);
     let mut header = vec!["node", "feasible"];
-    header.extend(SCORE_WEIGHTS.iter().map(|(plugin, _)| short_name(*plugin)));
+    header.extend(weights.iter().map(|(plugin, _)| short_name(*plugin)));
     header.extend(["total", "reason"]);
     text.push_str(&table(
         &header,
@@ -189,10 +200,10 @@ pub fn run_one(
                 node.clone(),
                 if failure.is_none() { "yes" } else { "no" }.to_owned(),
             ];
-            for (plugin, _) in SCORE_WEIGHTS {
+            for (plugin, _) in &weights {
                 row.push(
                     scores
-                        .get(plugin)
+                        .get(*plugin)
                         .map(|s| score(&s.normalized, node))
                         .unwrap_or_default(),
                 );
@@ -204,7 +215,7 @@ pub fn run_one(
     ));
     text.push_str(&format!(
         "\nweights: {}\n",
-        SCORE_WEIGHTS
+        weights
             .iter()
             .map(|(plugin, weight)| format!("{} ×{weight}", short_name(*plugin)))
             .collect::<Vec<_>>()
@@ -226,6 +237,7 @@ fn short_name(plugin: Plugin) -> &'static str {
         Plugin::PodTopologySpread => "spread",
         Plugin::InterPodAffinity => "pod aff.",
         Plugin::ImageLocality => "images",
+        Plugin::DynamicResources => "devices",
         _ => "?",
     }
 }
@@ -241,6 +253,7 @@ pub fn run_all(inventory: &Inventory, options: &Options) -> Result<Output, Comma
         pods: &cluster.pods,
         workloads: &cluster.workloads,
         storage: &cluster.storage,
+        dra: &cluster.dra,
     };
     let batch = scheduler::schedule_all_snapshot(&snapshot, options)
         .map_err(|error| CommandError::Input(format!("cannot place the pending pods: {error}")))?;

@@ -45,6 +45,14 @@ pub enum Kind {
     VolumeAttachment,
     /// `storage.k8s.io/v1` CSINode.
     CSINode,
+    /// `resource.k8s.io/v1` DeviceClass.
+    DeviceClass,
+    /// `resource.k8s.io/v1` ResourceClaim, in every namespace.
+    ResourceClaim,
+    /// `resource.k8s.io/v1` ResourceClaimTemplate, in every namespace.
+    ResourceClaimTemplate,
+    /// `resource.k8s.io/v1` ResourceSlice.
+    ResourceSlice,
     /// `velero.io/v1` Backup, in Velero's namespace.
     Backup,
     /// `velero.io/v1` BackupRepository, in Velero's namespace (the keys of
@@ -141,7 +149,7 @@ impl Resource {
 
 impl Kind {
     /// Every kind, in the order live mode lists them.
-    pub const ALL: [Kind; 30] = [
+    pub const ALL: [Kind; 34] = [
         Kind::ConfigMap,
         Kind::Node,
         Kind::Namespace,
@@ -155,6 +163,10 @@ impl Kind {
         Kind::StorageClass,
         Kind::VolumeAttachment,
         Kind::CSINode,
+        Kind::DeviceClass,
+        Kind::ResourceClaim,
+        Kind::ResourceClaimTemplate,
+        Kind::ResourceSlice,
         Kind::Backup,
         Kind::BackupRepository,
         Kind::PriorityClass,
@@ -240,6 +252,34 @@ impl Kind {
                     Cluster,
                 ),
                 Kind::CSINode => ("storage.k8s.io", &["v1"], "CSINode", "csinodes", Cluster),
+                Kind::DeviceClass => (
+                    "resource.k8s.io",
+                    &["v1"],
+                    "DeviceClass",
+                    "deviceclasses",
+                    Cluster,
+                ),
+                Kind::ResourceClaim => (
+                    "resource.k8s.io",
+                    &["v1"],
+                    "ResourceClaim",
+                    "resourceclaims",
+                    AllNamespaces,
+                ),
+                Kind::ResourceClaimTemplate => (
+                    "resource.k8s.io",
+                    &["v1"],
+                    "ResourceClaimTemplate",
+                    "resourceclaimtemplates",
+                    AllNamespaces,
+                ),
+                Kind::ResourceSlice => (
+                    "resource.k8s.io",
+                    &["v1"],
+                    "ResourceSlice",
+                    "resourceslices",
+                    Cluster,
+                ),
                 Kind::Backup => ("velero.io", &["v1"], "Backup", "backups", VeleroNamespace),
                 Kind::BackupRepository => (
                     "velero.io",
@@ -371,6 +411,13 @@ pub(crate) const STORAGE: &[Kind] = &[
     Kind::StorageClass,
     Kind::VolumeAttachment,
 ];
+/// What kube-scheduler's DynamicResources plugin reads.
+pub(crate) const DEVICES: &[Kind] = &[
+    Kind::DeviceClass,
+    Kind::ResourceClaim,
+    Kind::ResourceClaimTemplate,
+    Kind::ResourceSlice,
+];
 /// What kube-scheduler's volume filters read.
 pub(crate) const VOLUMES: &[Kind] = &[
     Kind::PersistentVolumeClaim,
@@ -443,10 +490,10 @@ pub fn needs(command: &Command) -> Needs {
         Command::Queue(_) => &[&[Kind::Backup, Kind::Namespace]],
         // The backlog's node-agents are the Nodes with a node-agent pod.
         Command::Soothe(_) => &[CONFIG, DATA_PATH, &[Kind::Node, Kind::Pod]],
-        Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES],
+        Command::Schedule(_) => &[SCHEDULING, WORKLOADS, VOLUMES, DEVICES],
         // The pod templates of `--workload` come from Deployments and
         // StatefulSets.
-        Command::Capacity(_) => &[SCHEDULING, WORKLOADS, VOLUMES, &[Kind::Deployment]],
+        Command::Capacity(_) => &[SCHEDULING, WORKLOADS, VOLUMES, DEVICES, &[Kind::Deployment]],
         // The HostInventory is kept in a ConfigMap.
         Command::Hosts { .. } => &[CONFIG],
         Command::HostLabels(args) => match &args.action {
@@ -458,6 +505,7 @@ pub fn needs(command: &Command) -> Needs {
             SCHEDULING,
             STORAGE,
             VOLUMES,
+            DEVICES,
             DATA_PATH,
             &[Kind::DaemonSet],
         ],

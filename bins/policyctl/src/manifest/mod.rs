@@ -446,6 +446,22 @@ fn add_object(
         ("storage.k8s.io/v1", "CSINode") => {
             insert(&mut inventory.csi_nodes, origin, kind, false, value)
         }
+        ("resource.k8s.io/v1", "DeviceClass") => {
+            insert(&mut inventory.device_classes, origin, kind, false, value)
+        }
+        ("resource.k8s.io/v1", "ResourceClaim") => {
+            insert(&mut inventory.resource_claims, origin, kind, true, value)
+        }
+        ("resource.k8s.io/v1", "ResourceClaimTemplate") => insert(
+            &mut inventory.resource_claim_templates,
+            origin,
+            kind,
+            true,
+            value,
+        ),
+        ("resource.k8s.io/v1", "ResourceSlice") => {
+            insert(&mut inventory.resource_slices, origin, kind, false, value)
+        }
         ("storage.k8s.io/v1", "VolumeAttachment") => insert(
             &mut inventory.volume_attachments,
             origin,
@@ -795,6 +811,10 @@ read_whole!(
     k8s_openapi::api::storage::v1::StorageClass,
     k8s_openapi::api::storage::v1::VolumeAttachment,
     k8s_openapi::api::storage::v1::CSINode,
+    k8s_openapi::api::resource::v1::DeviceClass,
+    k8s_openapi::api::resource::v1::ResourceClaim,
+    k8s_openapi::api::resource::v1::ResourceClaimTemplate,
+    k8s_openapi::api::resource::v1::ResourceSlice,
     velero_api::Backup,
     velero_api::BackupRepository,
     k8s_openapi::api::scheduling::v1::PriorityClass,

@@ -9,6 +9,9 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use k8s_openapi::api::core::v1::{ReplicationController, Service};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
 use velero_api::{
@@ -104,6 +107,14 @@ pub struct Inventory {
     pub daemon_sets: Objects<DaemonSet>,
     /// `storage.k8s.io/v1` CSINodes (per-node CSI attach limits).
     pub csi_nodes: Objects<CSINode>,
+    /// `resource.k8s.io/v1` DeviceClasses (Dynamic Resource Allocation).
+    pub device_classes: Objects<DeviceClass>,
+    /// `resource.k8s.io/v1` ResourceClaims.
+    pub resource_claims: Objects<ResourceClaim>,
+    /// `resource.k8s.io/v1` ResourceClaimTemplates.
+    pub resource_claim_templates: Objects<ResourceClaimTemplate>,
+    /// `resource.k8s.io/v1` ResourceSlices: the devices drivers publish.
+    pub resource_slices: Objects<ResourceSlice>,
     /// `velero.io/v1` Backups.
     pub backups: Objects<Backup>,
     /// `velero.io/v1` BackupRepositories (`maintenance`: the key of each
@@ -169,6 +180,16 @@ impl Inventory {
         ];
         if !self.csi_nodes.is_empty() {
             counts.push(("CSINode", self.csi_nodes.len()));
+        }
+        for (kind, count) in [
+            ("DeviceClass", self.device_classes.len()),
+            ("ResourceClaim", self.resource_claims.len()),
+            ("ResourceClaimTemplate", self.resource_claim_templates.len()),
+            ("ResourceSlice", self.resource_slices.len()),
+        ] {
+            if count > 0 {
+                counts.push((kind, count));
+            }
         }
         if !self.daemon_sets.is_empty() {
             counts.push(("DaemonSet", self.daemon_sets.len()));

@@ -23,6 +23,7 @@
 //! cordons, label selectors) live in `kube-validation`, where other crates
 //! (`affinity-translate`'s data-mover diagnosis) use them too.
 
+pub mod dynamic_resources;
 pub mod helper;
 pub mod image_locality;
 pub(crate) mod inter_pod_affinity;
@@ -42,23 +43,27 @@ pub mod volume_zone;
 
 pub use reasons::Reason;
 
+use crate::KubernetesVersion;
 use crate::profile::{Profile, SchedulerPlugin};
 use crate::result::{Options, OptionsError, Plugin};
 
-/// The default profile's score plugins and their weights (C.21), in the
-/// profile's order.
-pub const SCORE_WEIGHTS: [(Plugin, i64); 7] = [
+/// The newest release's score plugins and their weights (C.21, DR.8), in
+/// the profile's order. Older releases score with a prefix of these less
+/// DynamicResources (1.34).
+pub const SCORE_WEIGHTS: [(Plugin, i64); 8] = [
     (Plugin::TaintToleration, 3),
     (Plugin::NodeAffinity, 2),
     (Plugin::NodeResourcesFit, 1),
     (Plugin::PodTopologySpread, 2),
     (Plugin::InterPodAffinity, 2),
+    (Plugin::DynamicResources, 2),
     (Plugin::NodeResourcesBalancedAllocation, 1),
     (Plugin::ImageLocality, 1),
 ];
 
-/// The default profile's filter plugins, in `getDefaultPlugins`' order (C.31).
-static DEFAULT_FILTERS: [&dyn SchedulerPlugin; 12] = [
+/// The filters of 1.34–1.36, in `getDefaultPlugins`' order with
+/// DynamicResources inserted before DefaultPreemption (C.31, DR.1).
+static FILTERS_1_34: [&dyn SchedulerPlugin; 13] = [
     &node_unschedulable::NodeUnschedulable,
     &node_name::NodeName,
     &taint_toleration::TaintToleration,
@@ -71,11 +76,29 @@ static DEFAULT_FILTERS: [&dyn SchedulerPlugin; 12] = [
     &volume_zone::VolumeZone,
     &pod_topology_spread::PodTopologySpread,
     &inter_pod_affinity::InterPodAffinity,
+    &dynamic_resources::DynamicResources,
 ];
 
-/// The default profile's score plugins with their weights, as
-/// [`SCORE_WEIGHTS`].
-static DEFAULT_SCORES: [(&dyn SchedulerPlugin, i64); 7] = [
+/// The filters of 1.37: NodeName now runs before NodeUnschedulable
+/// (C.31, DR.10).
+static FILTERS_1_37: [&dyn SchedulerPlugin; 13] = [
+    &node_name::NodeName,
+    &node_unschedulable::NodeUnschedulable,
+    &taint_toleration::TaintToleration,
+    &node_affinity::NodeAffinityPlugin,
+    &node_ports::NodePorts,
+    &node_resources_fit::NodeResourcesFit,
+    &volume_restrictions::VolumeRestrictions,
+    &node_volume_limits::NodeVolumeLimits,
+    &volume_binding::VolumeBinding,
+    &volume_zone::VolumeZone,
+    &pod_topology_spread::PodTopologySpread,
+    &inter_pod_affinity::InterPodAffinity,
+    &dynamic_resources::DynamicResources,
+];
+
+/// The scores of 1.34: DynamicResources has no Score yet.
+static SCORES_1_34: [(&dyn SchedulerPlugin, i64); 7] = [
     (&taint_toleration::TaintToleration, 3),
     (&node_affinity::NodeAffinityPlugin, 2),
     (&node_resources_fit::NodeResourcesFit, 1),
@@ -88,15 +111,57 @@ static DEFAULT_SCORES: [(&dyn SchedulerPlugin, i64); 7] = [
     (&image_locality::ImageLocality, 1),
 ];
 
-static DEFAULT_PROFILE: Profile = Profile {
-    filters: &DEFAULT_FILTERS,
-    scores: &DEFAULT_SCORES,
+/// The scores of 1.35 on, as [`SCORE_WEIGHTS`]: DynamicResources scores
+/// with weight 2 (DR.8).
+static SCORES_1_35: [(&dyn SchedulerPlugin, i64); 8] = [
+    (&taint_toleration::TaintToleration, 3),
+    (&node_affinity::NodeAffinityPlugin, 2),
+    (&node_resources_fit::NodeResourcesFit, 1),
+    (&pod_topology_spread::PodTopologySpread, 2),
+    (&inter_pod_affinity::InterPodAffinity, 2),
+    (&dynamic_resources::DynamicResources, 2),
+    (
+        &node_resources_balanced_allocation::NodeResourcesBalancedAllocation,
+        1,
+    ),
+    (&image_locality::ImageLocality, 1),
+];
+
+static PROFILE_1_34: Profile = Profile {
+    filters: &FILTERS_1_34,
+    scores: &SCORES_1_34,
 };
 
-/// kube-scheduler's default profile (`getDefaultPlugins`): filters in
-/// order, scores with their weights (C.21, C.31).
-pub(crate) fn default_profile() -> &'static Profile {
-    &DEFAULT_PROFILE
+static PROFILE_1_35: Profile = Profile {
+    filters: &FILTERS_1_34,
+    scores: &SCORES_1_35,
+};
+
+static PROFILE_1_37: Profile = Profile {
+    filters: &FILTERS_1_37,
+    scores: &SCORES_1_35,
+};
+
+/// The score plugins of a release's default profile with their weights,
+/// in the profile's order (C.21, DR.8): [`SCORE_WEIGHTS`] less
+/// DynamicResources on 1.34.
+pub fn score_weights(version: KubernetesVersion) -> Vec<(Plugin, i64)> {
+    profile_for(version)
+        .scores
+        .iter()
+        .map(|(plugin, weight)| (plugin.name(), *weight))
+        .collect()
+}
+
+/// kube-scheduler's default profile of a release (`getDefaultPlugins`
+/// with the feature gates on by default): filters in order, scores with
+/// their weights (C.21, C.31, DR.1, DR.8, DR.10).
+pub(crate) fn profile_for(version: KubernetesVersion) -> &'static Profile {
+    match version {
+        KubernetesVersion::V1_34 => &PROFILE_1_34,
+        KubernetesVersion::V1_35 | KubernetesVersion::V1_36 => &PROFILE_1_35,
+        KubernetesVersion::V1_37 => &PROFILE_1_37,
+    }
 }
 
 impl Options {
@@ -120,8 +185,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_profile_scores_are_score_weights() {
-        let listed: Vec<(Plugin, i64)> = default_profile()
+    fn the_newest_profile_scores_with_score_weights() {
+        let listed: Vec<(Plugin, i64)> = profile_for(KubernetesVersion::LATEST)
             .scores
             .iter()
             .map(|(p, w)| (p.name(), *w))
@@ -130,10 +195,46 @@ mod tests {
     }
 
     #[test]
-    fn default_profile_filters_run_in_plugin_order() {
-        let names: Vec<Plugin> = default_profile().filters.iter().map(|p| p.name()).collect();
-        let mut sorted = names.clone();
-        sorted.sort();
-        assert_eq!(names, sorted, "Plugin's order is the filter order");
+    fn older_profiles_score_with_score_weights_less_dynamic_resources_in_1_34() {
+        for version in KubernetesVersion::ALL {
+            let listed: Vec<(Plugin, i64)> = profile_for(version)
+                .scores
+                .iter()
+                .map(|(p, w)| (p.name(), *w))
+                .collect();
+            let want: Vec<(Plugin, i64)> = SCORE_WEIGHTS
+                .iter()
+                .copied()
+                .filter(|(p, _)| {
+                    version >= KubernetesVersion::V1_35 || *p != Plugin::DynamicResources
+                })
+                .collect();
+            assert_eq!(listed, want, "{version}");
+        }
+    }
+
+    #[test]
+    fn filters_run_in_plugin_order_except_node_name_first_from_1_37() {
+        for version in KubernetesVersion::ALL {
+            let names: Vec<Plugin> = profile_for(version)
+                .filters
+                .iter()
+                .map(|p| p.name())
+                .collect();
+            let mut want = names.clone();
+            want.sort();
+            if version >= KubernetesVersion::V1_37 {
+                want.swap(0, 1);
+            }
+            assert_eq!(names, want, "{version}");
+            assert_eq!(
+                names[0],
+                if version >= KubernetesVersion::V1_37 {
+                    Plugin::NodeName
+                } else {
+                    Plugin::NodeUnschedulable
+                }
+            );
+        }
     }
 }

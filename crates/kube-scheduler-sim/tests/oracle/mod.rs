@@ -532,8 +532,14 @@ pub fn evaluate_all(
             a.required_during_scheduling_ignored_during_execution
                 .as_ref()
         });
-        if let Some(f) = node_level_failure(&incoming, n, &on_node, added_required)
-            .or_else(|| volumes::node_failure(storage, &incoming, n, &on_node, &scheduled))
+        if let Some(f) = node_level_failure(
+            &incoming,
+            n,
+            &on_node,
+            added_required,
+            opts.kubernetes_version,
+        )
+        .or_else(|| volumes::node_failure(storage, &incoming, n, &on_node, &scheduled))
         {
             res.unschedulable.insert(name, f);
             continue;
@@ -893,6 +899,24 @@ pub fn evaluate_all(
             &compiled.tolerations,
         )
     };
+    // DynamicResources (DR.8): the oracle's pods have no claims, so every
+    // node scores 0 from 1.35; 1.34's plugin has no Score.
+    let dynamic_resources = if opts.kubernetes_version >= KubernetesVersion::V1_35 {
+        let zeros: BTreeMap<String, i64> = scored
+            .iter()
+            .map(|n| (node_name(n).to_owned(), 0))
+            .collect();
+        PluginScores {
+            raw: zeros.clone(),
+            normalized: zeros,
+            skipped: false,
+        }
+    } else {
+        PluginScores {
+            skipped: true,
+            ..Default::default()
+        }
+    };
     let scores = Scores {
         taint_toleration,
         node_affinity,
@@ -901,6 +925,7 @@ pub fn evaluate_all(
         pod_topology_spread,
         inter_pod_affinity,
         image_locality,
+        dynamic_resources,
     };
     let weighted = [
         (&scores.taint_toleration, 3),
@@ -1147,6 +1172,7 @@ fn skip_all(res: &mut ScheduleResult) {
         &mut res.scores.pod_topology_spread,
         &mut res.scores.inter_pod_affinity,
         &mut res.scores.image_locality,
+        &mut res.scores.dynamic_resources,
     ] {
         s.skipped = true;
     }
@@ -1604,33 +1630,45 @@ fn node_level_failure(
     node: &Node,
     on_node: &[&Pod],
     added: Option<&k8s_openapi::api::core::v1::NodeSelector>,
+    version: KubernetesVersion,
 ) -> Option<Failure> {
     let spec = pod.spec.clone().unwrap_or_default();
     let tolerations = spec.tolerations.clone().unwrap_or_default();
     let node_spec = node.spec.clone().unwrap_or_default();
     let unresolvable = Code::UnschedulableAndUnresolvable;
-    if node_spec.unschedulable == Some(true) {
-        let cordon = Taint {
-            key: "node.kubernetes.io/unschedulable".into(),
-            effect: "NoSchedule".into(),
-            ..Default::default()
-        };
-        if has_untolerated_taint(std::slice::from_ref(&cordon), &tolerations) {
-            return Some(failure(
-                Plugin::NodeUnschedulable,
-                unresolvable,
-                vec!["node(s) were unschedulable".into()],
-            ));
-        }
-    }
-    if let Some(wanted) = spec.node_name.as_deref().filter(|n| !n.is_empty())
-        && wanted != node_name(node)
-    {
-        return Some(failure(
-            Plugin::NodeName,
+    let cordon = Taint {
+        key: "node.kubernetes.io/unschedulable".into(),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    };
+    let cordoned = (node_spec.unschedulable == Some(true)
+        && has_untolerated_taint(std::slice::from_ref(&cordon), &tolerations))
+    .then(|| {
+        failure(
+            Plugin::NodeUnschedulable,
             unresolvable,
-            vec!["node(s) didn't match the requested node name".into()],
-        ));
+            vec!["node(s) were unschedulable".into()],
+        )
+    });
+    let other_name = spec
+        .node_name
+        .as_deref()
+        .is_some_and(|wanted| !wanted.is_empty() && wanted != node_name(node))
+        .then(|| {
+            failure(
+                Plugin::NodeName,
+                unresolvable,
+                vec!["node(s) didn't match the requested node name".into()],
+            )
+        });
+    // NodeName runs first from 1.37 (C.31).
+    let first_two = if version >= KubernetesVersion::V1_37 {
+        other_name.or(cordoned)
+    } else {
+        cordoned.or(other_name)
+    };
+    if first_two.is_some() {
+        return first_two;
     }
     if first_untolerated(
         node_spec.taints.as_deref().unwrap_or_default(),

@@ -1,0 +1,405 @@
+//! Dynamic Resource Allocation: the `resource.k8s.io/v1` objects the
+//! DynamicResources plugin reads (DeviceClasses, ResourceClaims,
+//! ResourceClaimTemplates, ResourceSlices), indexed once per cluster
+//! state, and what a pod's `spec.resourceClaims` refer to (DR.1–DR.4).
+//!
+//! The allocator that picks devices for a claim on one node is in
+//! [`allocator`]; CEL device selectors are evaluated by [`cel`].
+
+pub(crate) mod allocator;
+pub(crate) mod cel;
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{NodeSelector, Pod};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use kube_validation::namespace_or_default;
+use kube_validation::node_selector::NodeSelectorMatcher;
+
+use crate::KubernetesVersion;
+
+/// The DRA objects of a cluster snapshot, as read from the API.
+#[derive(Debug, Clone, Default)]
+pub struct DraObjects {
+    /// DeviceClasses (cluster-scoped).
+    pub device_classes: Vec<DeviceClass>,
+    /// ResourceClaims.
+    pub claims: Vec<ResourceClaim>,
+    /// ResourceClaimTemplates.
+    pub claim_templates: Vec<ResourceClaimTemplate>,
+    /// ResourceSlices (cluster-scoped): the devices drivers publish.
+    pub slices: Vec<ResourceSlice>,
+}
+
+impl DraObjects {
+    /// Whether there is nothing to index.
+    pub fn is_empty(&self) -> bool {
+        self.device_classes.is_empty()
+            && self.claims.is_empty()
+            && self.claim_templates.is_empty()
+            && self.slices.is_empty()
+    }
+}
+
+/// One device: driver, pool and device name (`structured.DeviceID`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct DeviceId {
+    pub(crate) driver: String,
+    pub(crate) pool: String,
+    pub(crate) device: String,
+}
+
+impl std::fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.driver, self.pool, self.device)
+    }
+}
+
+/// The DRA feature gates on by default in a Kubernetes release, as the
+/// allocator reads them (`AllocatorFeatures`, DR.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DraFeatures {
+    /// DRAPrioritizedList: `firstAvailable` requests (beta from 1.34).
+    pub(crate) prioritized_list: bool,
+    /// DRAAdminAccess (beta from 1.34).
+    pub(crate) admin_access: bool,
+    /// DRADeviceTaints (beta from 1.36).
+    pub(crate) device_taints: bool,
+    /// DRAPartitionableDevices: shared counters (beta from 1.36).
+    pub(crate) partitionable_devices: bool,
+    /// DRADeviceBindingConditions with DRAResourceClaimDeviceStatus (beta
+    /// from 1.36): devices with binding conditions may be allocated.
+    pub(crate) binding_conditions: bool,
+    /// The plugin scores the chosen `firstAvailable` alternative (1.35+).
+    pub(crate) scores_alternatives: bool,
+}
+
+impl DraFeatures {
+    /// The defaults of `version`.
+    pub(crate) fn of(version: KubernetesVersion) -> Self {
+        let from_1_36 = version >= KubernetesVersion::V1_36;
+        Self {
+            prioritized_list: true,
+            admin_access: true,
+            device_taints: from_1_36,
+            partitionable_devices: from_1_36,
+            binding_conditions: from_1_36,
+            scores_alternatives: version >= KubernetesVersion::V1_35,
+        }
+    }
+}
+
+/// A pool of one driver: the slices of its newest generation that
+/// target a node (`structured.Pool`).
+#[derive(Debug, Clone)]
+pub(crate) struct Pool {
+    pub(crate) driver: String,
+    pub(crate) name: String,
+    /// Indexes into [`Dra::slices`] of the slices with devices.
+    pub(crate) slices: Vec<usize>,
+    /// Indexes of the slices with shared counters (partitionable devices).
+    pub(crate) counter_slices: Vec<usize>,
+    /// Not every slice of the generation is published yet.
+    pub(crate) incomplete: bool,
+    /// Duplicate device names (or broken counters): never allocated from.
+    pub(crate) invalid: bool,
+}
+
+impl Pool {
+    /// `driver/pool`, as upstream prints a pool ID.
+    pub(crate) fn id(&self) -> String {
+        format!("{}/{}", self.driver, self.name)
+    }
+}
+
+/// The indexed DRA objects of a [`crate::ClusterState`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dra {
+    pub(crate) classes: HashMap<String, DeviceClass>,
+    /// By (namespace, name); allocations the simulator makes are recorded
+    /// here.
+    pub(crate) claims: HashMap<(String, String), ResourceClaim>,
+    pub(crate) templates: HashMap<(String, String), ResourceClaimTemplate>,
+    /// Sorted by name: a deterministic device order.
+    pub(crate) slices: Vec<ResourceSlice>,
+    /// Devices allocated by some claim without admin access, with the
+    /// number of claims holding each (`ListAllAllocatedDevices`).
+    pub(crate) in_use: HashMap<DeviceId, u32>,
+    /// Per node index: the pools whose slices target it.
+    pub(crate) node_pools: Vec<Vec<Pool>>,
+}
+
+impl Dra {
+    /// Index `objects`; `nodes` are (name, labels) by node index.
+    pub(crate) fn new<'a>(
+        objects: &DraObjects,
+        nodes: impl Iterator<Item = (&'a str, &'a BTreeMap<String, String>)>,
+    ) -> Self {
+        let mut dra = Dra::default();
+        for class in &objects.device_classes {
+            let name = class.metadata.name.clone().unwrap_or_default();
+            dra.classes.entry(name).or_insert_with(|| class.clone());
+        }
+        for claim in &objects.claims {
+            let key = object_key(&claim.metadata);
+            dra.claims.entry(key).or_insert_with(|| claim.clone());
+        }
+        for template in &objects.claim_templates {
+            let key = object_key(&template.metadata);
+            dra.templates.entry(key).or_insert_with(|| template.clone());
+        }
+        dra.slices = objects.slices.clone();
+        dra.slices
+            .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        dra.recount_in_use();
+        for (name, labels) in nodes {
+            dra.add_node(name, labels);
+        }
+        dra
+    }
+
+    /// Count the devices every allocated claim holds.
+    fn recount_in_use(&mut self) {
+        self.in_use.clear();
+        let held: Vec<DeviceId> = self.claims.values().flat_map(held_devices).collect();
+        for id in held {
+            *self.in_use.entry(id).or_default() += 1;
+        }
+    }
+
+    /// Gather the pools of a node added to the state (`GatherPools`, DR.3).
+    pub(crate) fn add_node(&mut self, name: &str, labels: &BTreeMap<String, String>) {
+        let pools = gather_pools(&self.slices, name, labels);
+        self.node_pools.push(pools);
+    }
+
+    /// Record an allocation made for `claim` (the simulator's Reserve and
+    /// PreBind): its status, the pod it is reserved for, and its devices.
+    pub(crate) fn record(&mut self, key: (String, String), claim: ResourceClaim) {
+        let before: Vec<DeviceId> = self.claims.get(&key).map(held_devices).unwrap_or_default();
+        for id in before {
+            if let Some(n) = self.in_use.get_mut(&id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.in_use.remove(&id);
+                }
+            }
+        }
+        for id in held_devices(&claim) {
+            *self.in_use.entry(id).or_default() += 1;
+        }
+        self.claims.insert(key, claim);
+    }
+}
+
+/// (namespace, name) of a namespaced object.
+fn object_key(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> (String, String) {
+    (
+        namespace_or_default(meta.namespace.as_deref()).to_owned(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The devices a claim's allocation holds exclusively: every result
+/// without admin access.
+fn held_devices(claim: &ResourceClaim) -> Vec<DeviceId> {
+    let results = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref());
+    results
+        .into_iter()
+        .flatten()
+        .filter(|r| r.admin_access != Some(true))
+        .map(|r| DeviceId {
+            driver: r.driver.clone(),
+            pool: r.pool.clone(),
+            device: r.device.clone(),
+        })
+        .collect()
+}
+
+/// Whether a slice or device placement (`nodeName`, `allNodes`,
+/// `nodeSelector`) admits the node (`NodeMatches`).
+pub(crate) fn node_matches(
+    node_name: &str,
+    labels: &BTreeMap<String, String>,
+    wanted_name: Option<&str>,
+    all_nodes: bool,
+    selector: Option<&NodeSelector>,
+) -> bool {
+    match (wanted_name.filter(|n| !n.is_empty()), all_nodes, selector) {
+        (Some(wanted), _, _) => wanted == node_name,
+        (None, true, _) => true,
+        (None, false, Some(selector)) => {
+            NodeSelectorMatcher::parse(selector).matches(node_name, labels)
+        }
+        (None, false, None) => false,
+    }
+}
+
+/// The pools whose slices target a node, each at its newest generation,
+/// complete or not (`GatherPools`, DR.3). Sorted by driver and pool name
+/// (upstream's order is a map's, so unspecified).
+fn gather_pools(
+    slices: &[ResourceSlice],
+    node: &str,
+    labels: &BTreeMap<String, String>,
+) -> Vec<Pool> {
+    let mut by_pool: BTreeMap<(String, String), (i64, Vec<usize>)> = BTreeMap::new();
+    for (index, slice) in slices.iter().enumerate() {
+        let spec = &slice.spec;
+        let has_counters = spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty());
+        let targets = if has_counters {
+            true
+        } else if spec.node_name.as_deref().is_some_and(|n| !n.is_empty())
+            || spec.all_nodes == Some(true)
+            || spec.node_selector.is_some()
+        {
+            node_matches(
+                node,
+                labels,
+                spec.node_name.as_deref(),
+                spec.all_nodes == Some(true),
+                spec.node_selector.as_ref(),
+            )
+        } else if spec.per_device_node_selection == Some(true) {
+            spec.devices.iter().flatten().any(|d| {
+                node_matches(
+                    node,
+                    labels,
+                    d.node_name.as_deref(),
+                    d.all_nodes == Some(true),
+                    d.node_selector.as_ref(),
+                )
+            })
+        } else {
+            false
+        };
+        if !targets {
+            continue;
+        }
+        let key = (spec.driver.clone(), spec.pool.name.clone());
+        let generation = spec.pool.generation;
+        let entry = by_pool.entry(key).or_insert((generation, Vec::new()));
+        if generation > entry.0 {
+            *entry = (generation, Vec::new());
+        }
+        if generation == entry.0 {
+            entry.1.push(index);
+        }
+    }
+    let mut pools = Vec::with_capacity(by_pool.len());
+    for ((driver, name), (generation, targeting)) in by_pool {
+        let Some(first) = targeting.first().map(|i| &slices[*i]) else {
+            continue;
+        };
+        let wanted = first.spec.pool.resource_slice_count;
+        let mut incomplete = false;
+        if targeting.len() as i64 != wanted {
+            let of_pool = || {
+                slices
+                    .iter()
+                    .filter(|s| s.spec.driver == driver && s.spec.pool.name == name)
+            };
+            if of_pool().any(|s| s.spec.pool.generation > generation) {
+                continue; // obsolete: a newer generation is being published
+            }
+            let published = of_pool()
+                .filter(|s| s.spec.pool.generation == generation)
+                .count();
+            incomplete = published as i64 != wanted;
+        }
+        let (counter_slices, device_slices): (Vec<usize>, Vec<usize>) =
+            targeting.into_iter().partition(|i| {
+                slices[*i]
+                    .spec
+                    .shared_counters
+                    .as_ref()
+                    .is_some_and(|c| !c.is_empty())
+            });
+        let mut names = std::collections::HashSet::new();
+        let invalid = !device_slices
+            .iter()
+            .flat_map(|i| slices[*i].spec.devices.iter().flatten())
+            .all(|d| names.insert(d.name.as_str()));
+        pools.push(Pool {
+            driver,
+            name,
+            slices: device_slices,
+            counter_slices,
+            incomplete,
+            invalid,
+        });
+    }
+    pools
+}
+
+/// How a pod refers to one claim (`resourceclaim.Name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PodClaim {
+    /// The entry's name in `spec.resourceClaims`.
+    pub(crate) name: String,
+    /// The claim to use.
+    pub(crate) source: ClaimSource,
+}
+
+/// Where a pod's claim comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ClaimSource {
+    /// `resourceClaimName`, or a template's claim already named in
+    /// `status.resourceClaimStatuses`.
+    Named(String),
+    /// A template whose claim the resource-claim controller has not
+    /// created yet: the simulator makes it from the template.
+    Template(String),
+    /// The status says no claim is needed (`resourceClaimName` unset).
+    NotNeeded,
+    /// Neither source is set (`ErrAPIUnsupported`).
+    Unsupported,
+}
+
+/// The claims a pod refers to, in `spec.resourceClaims` order.
+pub(crate) fn pod_claims(pod: &Pod) -> Vec<PodClaim> {
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_ref());
+    let entries = pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref());
+    entries
+        .into_iter()
+        .flatten()
+        .map(|entry| {
+            let source = match (
+                &entry.resource_claim_name,
+                &entry.resource_claim_template_name,
+            ) {
+                (Some(name), _) => ClaimSource::Named(name.clone()),
+                (None, Some(template)) => {
+                    match statuses
+                        .into_iter()
+                        .flatten()
+                        .find(|s| s.name == entry.name)
+                    {
+                        Some(status) => match &status.resource_claim_name {
+                            Some(name) => ClaimSource::Named(name.clone()),
+                            None => ClaimSource::NotNeeded,
+                        },
+                        None => ClaimSource::Template(template.clone()),
+                    }
+                }
+                (None, None) => ClaimSource::Unsupported,
+            };
+            PodClaim {
+                name: entry.name.clone(),
+                source,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,417 @@
+//! DynamicResources: pods with ResourceClaims, filtered and placed as
+//! kube-scheduler's plugin and structured allocator do (DR.1–DR.10), with
+//! the reasons upstream gives (`dynamicresources_test.go`,
+//! `allocator_test.go`).
+
+use kube_scheduler_sim::{ClusterState, DraObjects, KubernetesVersion, Options};
+use serde_json::{Value, json};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+mod support {
+    pub const CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+    pub const NOT_AVAILABLE: &str = "resourceclaim not available on the node";
+}
+use support::*;
+
+const DRIVER: &str = "gpu.example.com";
+
+fn node(name: &str, labels: Value) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
+}
+
+/// A slice publishing `devices` on `node` in its own pool.
+fn slice(node: &str, devices: Value) -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": format!("{node}-{DRIVER}")},
+        "spec": {"driver": DRIVER, "nodeName": node, "devices": devices,
+                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}},
+    })
+}
+
+fn gpu(name: &str, model: &str, memory: &str) -> Value {
+    json!({"name": name,
+           "attributes": {"model": {"string": model}, "numa": {"int": 0}},
+           "capacity": {"memory": {"value": memory}}})
+}
+
+fn class(name: &str, expression: Option<&str>) -> Value {
+    let selectors = expression.map(|e| json!([{"cel": {"expression": e}}]));
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+           "metadata": {"name": name},
+           "spec": {"selectors": selectors.unwrap_or(json!([]))}})
+}
+
+fn claim(name: &str, requests: Value) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"devices": {"requests": requests}}})
+}
+
+fn exactly(name: &str, class: &str, count: i64) -> Value {
+    json!({"name": name, "exactly": {"deviceClassName": class, "count": count}})
+}
+
+fn pod_with_claims(name: &str, claims: &[&str]) -> Pod {
+    let entries: Vec<Value> = claims
+        .iter()
+        .map(|c| json!({"name": c, "resourceClaimName": c}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+        "spec": {"containers": [{"name": "c", "image": "x"}], "resourceClaims": entries},
+    }))
+    .unwrap()
+}
+
+fn parse<T: serde::de::DeserializeOwned>(values: &[Value]) -> Vec<T> {
+    values
+        .iter()
+        .map(|v| serde_json::from_value(v.clone()).unwrap())
+        .collect()
+}
+
+fn dra(classes: &[Value], claims: &[Value], slices: &[Value]) -> DraObjects {
+    DraObjects {
+        device_classes: parse(classes),
+        claims: parse(claims),
+        claim_templates: Vec::new(),
+        slices: parse(slices),
+    }
+}
+
+fn state(nodes: &[Node], objects: &DraObjects) -> ClusterState {
+    let mut state = ClusterState::new(nodes, &[], &[], true);
+    state.set_dra(objects);
+    state
+}
+
+fn two_nodes() -> Vec<Node> {
+    vec![node("node-1", json!({})), node("node-2", json!({}))]
+}
+
+fn two_gpu_slices() -> Vec<Value> {
+    vec![
+        slice("node-1", json!([gpu("gpu-0", "t4", "16Gi")])),
+        slice(
+            "node-2",
+            json!([gpu("gpu-0", "a100", "80Gi"), gpu("gpu-1", "a100", "80Gi")]),
+        ),
+    ]
+}
+
+fn verdicts(state: &ClusterState, pod: &Pod, opts: &Options) -> Vec<(String, String)> {
+    let result = state.evaluate(pod, opts).unwrap();
+    let mut out: Vec<(String, String)> = result
+        .feasible
+        .iter()
+        .map(|n| (n.clone(), "ok".to_owned()))
+        .collect();
+    out.extend(
+        result
+            .unschedulable
+            .iter()
+            .map(|(n, f)| (n.clone(), f.message.clone())),
+    );
+    out.sort();
+    out
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_claim_for_two_gpus_fits_only_the_node_with_two() {
+    let objects = dra(
+        &[class("gpu", None)],
+        &[claim("two", json!([exactly("gpus", "gpu", 2)]))],
+        &two_gpu_slices(),
+    );
+    let state = state(&two_nodes(), &objects);
+    let got = verdicts(&state, &pod_with_claims("p", &["two"]), &Options::default());
+    assert_eq!(got, pairs(&[("node-1", CANNOT_ALLOCATE), ("node-2", "ok")]));
+}
+
+#[test]
+fn a_missing_claim_rejects_every_node_with_the_listers_not_found_error() {
+    let objects = dra(&[class("gpu", None)], &[], &two_gpu_slices());
+    let state = state(&two_nodes(), &objects);
+    let result = state
+        .evaluate(&pod_with_claims("p", &["gone"]), &Options::default())
+        .unwrap();
+    assert_eq!(
+        result.summary.as_deref(),
+        Some("0/2 nodes are available: resourceclaim.resource.k8s.io \"gone\" not found.")
+    );
+}
+
+#[test]
+fn a_missing_device_class_names_the_request() {
+    let objects = dra(
+        &[],
+        &[claim("c", json!([exactly("req-1", "nope", 1)]))],
+        &two_gpu_slices(),
+    );
+    let state = state(&two_nodes(), &objects);
+    let result = state
+        .evaluate(&pod_with_claims("p", &["c"]), &Options::default())
+        .unwrap();
+    assert_eq!(
+        result.summary.as_deref(),
+        Some("0/2 nodes are available: request req-1: device class nope does not exist.")
+    );
+}
+
+#[test]
+fn cel_selectors_of_class_and_request_pick_devices_by_attribute_and_capacity() {
+    let big = json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu", "selectors": [
+        {"cel": {"expression": "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}
+    ]}}]);
+    let objects = dra(
+        &[class("gpu", Some("device.driver == 'gpu.example.com'"))],
+        &[claim("big", big)],
+        &two_gpu_slices(),
+    );
+    let state = state(&two_nodes(), &objects);
+    let got = verdicts(&state, &pod_with_claims("p", &["big"]), &Options::default());
+    assert_eq!(got, pairs(&[("node-1", CANNOT_ALLOCATE), ("node-2", "ok")]));
+
+    let t4 = json!([{"name": "gpu", "exactly": {"deviceClassName": "gpu", "selectors": [
+        {"cel": {"expression": "device.attributes['gpu.example.com'].model == 't4'"}}
+    ]}}]);
+    let objects = dra(&[class("gpu", None)], &[claim("t4", t4)], &two_gpu_slices());
+    let state = self::state(&two_nodes(), &objects);
+    let got = verdicts(&state, &pod_with_claims("p", &["t4"]), &Options::default());
+    assert_eq!(got, pairs(&[("node-1", "ok"), ("node-2", CANNOT_ALLOCATE)]));
+}
+
+#[test]
+fn devices_held_by_an_allocated_claim_are_in_use_and_pin_that_claims_pods() {
+    let mut held = claim("held", json!([exactly("gpus", "gpu", 2)]));
+    held["status"] = json!({"allocation": {
+        "devices": {"results": [
+            {"request": "gpus", "driver": DRIVER, "pool": "node-2", "device": "gpu-0"},
+            {"request": "gpus", "driver": DRIVER, "pool": "node-2", "device": "gpu-1"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}]}}});
+    let objects = dra(
+        &[class("gpu", None)],
+        &[held, claim("one", json!([exactly("gpu", "gpu", 1)]))],
+        &two_gpu_slices(),
+    );
+    let state = state(&two_nodes(), &objects);
+    // A new claim finds node-2's GPUs taken.
+    let got = verdicts(&state, &pod_with_claims("p", &["one"]), &Options::default());
+    assert_eq!(got, pairs(&[("node-1", "ok"), ("node-2", CANNOT_ALLOCATE)]));
+    // A pod sharing the allocated claim must go where its devices are.
+    let got = verdicts(
+        &state,
+        &pod_with_claims("q", &["held"]),
+        &Options::default(),
+    );
+    assert_eq!(got, pairs(&[("node-1", NOT_AVAILABLE), ("node-2", "ok")]));
+}
+
+#[test]
+fn placing_pods_allocates_devices_so_the_third_single_gpu_pod_finds_none() {
+    let objects = dra(
+        &[class("gpu", None)],
+        &[
+            claim("a", json!([exactly("gpu", "gpu", 1)])),
+            claim("b", json!([exactly("gpu", "gpu", 1)])),
+            claim("c", json!([exactly("gpu", "gpu", 1)])),
+            claim("d", json!([exactly("gpu", "gpu", 1)])),
+        ],
+        &two_gpu_slices(),
+    );
+    let mut state = state(&two_nodes(), &objects);
+    let opts = Options::default();
+    let placed: Vec<Option<String>> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|c| {
+            state
+                .place(&pod_with_claims(&format!("p-{c}"), &[c]), &opts)
+                .unwrap()
+                .node
+        })
+        .collect();
+    let on = |n: &str| placed.iter().filter(|p| p.as_deref() == Some(n)).count();
+    assert_eq!((on("node-1"), on("node-2")), (1, 2), "{placed:?}");
+    let last = state.place(&pod_with_claims("p-e", &["a"]), &opts).unwrap();
+    assert_eq!(
+        last.node, placed[0],
+        "a pod sharing claim a follows its devices"
+    );
+}
+
+#[test]
+fn match_attribute_keeps_both_requests_on_one_numa_node() {
+    let slices = vec![slice(
+        "node-1",
+        json!([
+            {"name": "gpu-0", "attributes": {"kind": {"string": "gpu"}, "numa": {"int": 0}}},
+            {"name": "nic-0", "attributes": {"kind": {"string": "nic"}, "numa": {"int": 1}}},
+            {"name": "nic-1", "attributes": {"kind": {"string": "nic"}, "numa": {"int": 0}}}
+        ]),
+    )];
+    let kind = |k: &str| json!([{"cel": {"expression": format!("device.attributes['gpu.example.com'].kind == '{k}'")}}]);
+    let mut together = claim("together", json!([]));
+    together["spec"] = json!({"devices": {
+        "requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "any", "selectors": kind("gpu")}},
+            {"name": "nic", "exactly": {"deviceClassName": "any", "selectors": kind("nic")}}],
+        "constraints": [{"matchAttribute": "gpu.example.com/numa"}]}});
+    let numa = |n: i64| json!([{"name": "nic", "exactly": {"deviceClassName": "any", "selectors": [{"cel": {"expression": format!("device.attributes['gpu.example.com'].kind == 'nic' && device.attributes['gpu.example.com'].numa == {n}")}}]}}]);
+    let objects = dra(
+        &[class("any", None)],
+        &[together, claim("numa-0", numa(0)), claim("numa-1", numa(1))],
+        &slices,
+    );
+    let mut state = state(&[node("node-1", json!({}))], &objects);
+    let opts = Options::default();
+    let placed = state
+        .place(&pod_with_claims("p", &["together"]), &opts)
+        .unwrap();
+    assert_eq!(placed.node.as_deref(), Some("node-1"));
+    // nic-0 (numa 1) came first but broke the constraint: nic-1 was taken.
+    let numa_0 = state
+        .evaluate(&pod_with_claims("q", &["numa-0"]), &opts)
+        .unwrap();
+    assert_eq!(numa_0.unschedulable["node-1"].message, CANNOT_ALLOCATE);
+    let numa_1 = state
+        .evaluate(&pod_with_claims("r", &["numa-1"]), &opts)
+        .unwrap();
+    assert_eq!(numa_1.feasible, vec!["node-1".to_owned()]);
+}
+
+#[test]
+fn all_mode_takes_every_matching_device_and_refuses_an_incomplete_pool() {
+    let objects = dra(
+        &[class("gpu", None)],
+        &[claim(
+            "all",
+            json!([{"name": "gpus", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
+        )],
+        &two_gpu_slices(),
+    );
+    let mut state = state(&two_nodes(), &objects);
+    let placed = state
+        .place(&pod_with_claims("p", &["all"]), &Options::default())
+        .unwrap();
+    assert!(placed.node.is_some());
+
+    let mut incomplete = slice("node-1", json!([gpu("gpu-0", "t4", "16Gi")]));
+    incomplete["spec"]["pool"]["resourceSliceCount"] = json!(2);
+    let objects = dra(
+        &[class("gpu", None)],
+        &[claim(
+            "all",
+            json!([{"name": "gpus", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]),
+        )],
+        &[incomplete],
+    );
+    let state = self::state(&[node("node-1", json!({}))], &objects);
+    let result = state
+        .evaluate(&pod_with_claims("p", &["all"]), &Options::default())
+        .unwrap();
+    assert_eq!(
+        result.unschedulable["node-1"].message,
+        "claim default/all, request gpus: asks for all devices, but resource pool gpu.example.com/node-1 is currently being updated"
+    );
+}
+
+#[test]
+fn first_available_scores_the_first_alternative_highest_from_1_35_only() {
+    let prioritized = json!([{"name": "gpu", "firstAvailable": [
+        {"name": "a100", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 'a100'"}}]},
+        {"name": "t4", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": "device.attributes['gpu.example.com'].model == 't4'"}}]}
+    ]}]);
+    let objects = dra(
+        &[class("gpu", None)],
+        &[claim("pick", prioritized)],
+        &two_gpu_slices(),
+    );
+    let state = state(&two_nodes(), &objects);
+    let pod = pod_with_claims("p", &["pick"]);
+    let newest = state.evaluate(&pod, &Options::default()).unwrap();
+    assert_eq!(
+        newest.feasible,
+        vec!["node-1".to_owned(), "node-2".to_owned()]
+    );
+    let raw = &newest.scores.dynamic_resources.raw;
+    assert_eq!((raw["node-1"], raw["node-2"]), (7, 8));
+    assert_eq!(newest.scores.dynamic_resources.normalized["node-1"], 87);
+    let old = state
+        .evaluate(
+            &pod,
+            &Options {
+                kubernetes_version: KubernetesVersion::V1_34,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+    assert!(old.scores.dynamic_resources.skipped);
+}
+
+#[test]
+fn device_taints_keep_untolerating_claims_off_from_1_36() {
+    let tainted = vec![slice(
+        "node-1",
+        json!([{"name": "gpu-0", "taints": [{"key": "broken", "effect": "NoSchedule"}]}]),
+    )];
+    let objects = dra(
+        &[class("gpu", None)],
+        &[claim("one", json!([exactly("gpu", "gpu", 1)]))],
+        &tainted,
+    );
+    let state = state(&[node("node-1", json!({}))], &objects);
+    let pod = pod_with_claims("p", &["one"]);
+    let at = |version| {
+        let opts = Options {
+            kubernetes_version: version,
+            ..Options::default()
+        };
+        state.evaluate(&pod, &opts).unwrap().feasible.len()
+    };
+    assert_eq!(at(KubernetesVersion::V1_35), 1);
+    assert_eq!(at(KubernetesVersion::V1_36), 0);
+}
+
+#[test]
+fn a_template_claim_not_yet_created_is_made_from_its_template() {
+    let mut objects = dra(&[class("gpu", None)], &[], &two_gpu_slices());
+    objects.claim_templates = vec![
+        serde_json::from_value(
+            json!({"metadata": {"name": "two-gpus", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [exactly("gpus", "gpu", 2)]}}}}),
+        )
+        .unwrap(),
+    ];
+    let state = state(&two_nodes(), &objects);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [], "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}]},
+    }))
+    .unwrap();
+    assert_eq!(
+        state.evaluate(&pod, &Options::default()).unwrap().feasible,
+        vec!["node-2".to_owned()]
+    );
+    let missing: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": {"containers": [], "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "nope"}]},
+    }))
+    .unwrap();
+    assert_eq!(
+        state
+            .evaluate(&missing, &Options::default())
+            .unwrap()
+            .summary
+            .as_deref(),
+        Some("0/2 nodes are available: pod \"default/q\": ResourceClaim not created yet.")
+    );
+}
