@@ -35,6 +35,7 @@ mod batch;
 mod capacity;
 #[path = "../common/mod.rs"]
 mod common;
+mod dra;
 mod generate;
 
 use std::time::{Duration, Instant};
@@ -47,13 +48,16 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube_scheduler_sim::{
-    ClusterState, KubernetesVersion, Options, ScheduleResult, StorageObjects, Workloads,
+    ClusterState, KubernetesVersion, Options, Plugin, ScheduleResult, StorageObjects, Workloads,
 };
 use kube_testbed::Testbed;
 use serde_json::json;
 
 /// Seeds run when no variable says otherwise.
 const DEFAULT_SEEDS: u64 = 20;
+
+/// DRA seeds ([`dra`]) run when no variable says otherwise.
+const DEFAULT_DRA_SEEDS: u64 = 8;
 
 /// What kube-scheduler 1.37 appends to the FitError of a pod whose
 /// `preemptionPolicy` is `Never` (DefaultPreemption's PostFilter message).
@@ -91,6 +95,18 @@ fn seeds() -> Vec<u64> {
     (first..first + count).collect()
 }
 
+/// The DRA seeds: `SCHEDULER_DIFF_DRA_SEEDS=<count>` of them from the
+/// first random seed, the one seed of `SCHEDULER_DIFF_SEED`, or
+/// [`DEFAULT_DRA_SEEDS`].
+fn dra_seeds(seeds: &[u64]) -> Vec<u64> {
+    if env_u64("SCHEDULER_DIFF_SEED").is_some() {
+        return seeds.to_vec();
+    }
+    let first = seeds.first().copied().unwrap_or_default();
+    let count = env_u64("SCHEDULER_DIFF_DRA_SEEDS").unwrap_or(DEFAULT_DRA_SEEDS);
+    (first..first + count).collect()
+}
+
 /// What the real scheduler did with a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Real {
@@ -119,7 +135,14 @@ fn expected(result: &ScheduleResult) -> Expected {
     }
     if result.feasible.is_empty() {
         let summary = result.summary.clone().unwrap_or_default();
-        let suffix = if rejected_in_pre_filter(&summary) {
+        // DynamicResources' own PreFilter writes its state before it
+        // rejects, so its PostFilter runs and preemption is reached.
+        let by_dynamic_resources = !result.unschedulable.is_empty()
+            && result
+                .unschedulable
+                .values()
+                .all(|f| f.plugin == Plugin::DynamicResources);
+        let suffix = if rejected_in_pre_filter(&summary) && !by_dynamic_resources {
             PREFILTER_REJECTED
         } else {
             PREEMPTION_NEVER
@@ -698,6 +721,16 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
             tally.decisions
         );
     }
+    let mut dra_tally = dra::DraTally::default();
+    for seed in dra_seeds(&seeds) {
+        let before = mismatches.len();
+        dra::run_seed(&client, seed, &mut dra_tally, &mut mismatches).await;
+        println!(
+            "DRA seed {seed}: {} mismatch(es), {} decisions so far",
+            mismatches.len() - before,
+            dra_tally.decisions
+        );
+    }
     println!(
         "scheduler diff (Kubernetes {}): {} seeds ({}..={}), {} decisions ({} bound, {} unschedulable), {} agreed, {} mismatches, {:.1} s",
         Options::default().kubernetes_version,
@@ -733,6 +766,11 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         b.replay_agreed,
         b.retried
     );
+    let d = &dra_tally;
+    println!(
+        "DRA: {} seeds, {} decisions ({} bound, {} of them with claims the real scheduler allocated; {} unschedulable), {} agreed",
+        d.seeds, d.decisions, d.bound, d.allocated, d.unschedulable, d.agreed
+    );
     println!("generator restrictions (known deviations):");
     for deviation in generate::KNOWN_DEVIATIONS {
         println!("  - {deviation}");
@@ -741,7 +779,7 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         mismatches.is_empty(),
         "{} of {} decisions differ from the real kube-scheduler:\n{}",
         mismatches.len(),
-        tally.decisions,
+        tally.decisions + dra_tally.decisions,
         mismatches.join("\n")
     );
 }
