@@ -7,6 +7,9 @@
 #
 # usage: testbed/pin.sh PRODUCT VERSION
 #   kubernetes   k8s.io/kubernetes               (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)
+#   kubernetes-1.N  k8s.io/kubernetes at an older supported minor (kube-apiserver,
+#                kube-scheduler: the per-release scheduler comparison,
+#                testbed/build-releases.sh)
 #   etcd         go.etcd.io/etcd/server/v3       (etcd)
 #   velero       github.com/vmware-tanzu/velero  (velero: the server and its CRDs)
 #   velero-crds  github.com/vmware-tanzu/velero  (an older release's CRDs only, nothing built)
@@ -22,6 +25,9 @@ case "$product" in
 kubernetes)
 	module=k8s.io/kubernetes
 	tools=(cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubectl) ;;
+kubernetes-1.*)
+	module=k8s.io/kubernetes
+	tools=(cmd/kube-apiserver cmd/kube-scheduler) ;;
 etcd) module=go.etcd.io/etcd/server/v3; tools=(.) ;;
 velero) module=github.com/vmware-tanzu/velero; tools=(cmd/velero) ;;
 velero-crds) module=github.com/vmware-tanzu/velero ;;

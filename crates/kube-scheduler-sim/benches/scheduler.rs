@@ -13,7 +13,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use kube_scheduler_sim::{ClusterState, Options};
+use kube_scheduler_sim::{ClusterState, DraObjects, Options};
 
 #[path = "../tests/oracle/mod.rs"]
 mod oracle;
@@ -215,7 +215,76 @@ fn bench_reference_full(
     g.finish();
 }
 
+/// Dynamic Resource Allocation: `n_nodes` nodes with 8 GPUs each, published
+/// in one ResourceSlice per node, a DeviceClass selecting the driver with
+/// CEL, and `measured` pods, each with a claim from a template asking for
+/// one GPU of at least 40 GiB (a request selector on capacity), placed one
+/// after another (every placement allocates a device).
+fn bench_dra(c: &mut Criterion, name: &str, n_nodes: usize, measured: usize) {
+    let nodes = nodes(n_nodes);
+    let gpu = |i: usize| {
+        json!({"name": format!("gpu-{i}"),
+               "attributes": {"model": {"string": "a100"}, "numa": {"int": i % 2}},
+               "capacity": {"memory": {"value": "80Gi"}}})
+    };
+    let slices = (0..n_nodes)
+        .map(|n| {
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("node-{n}-gpus")},
+                "spec": {"driver": "gpu.example.com", "nodeName": format!("node-{n}"),
+                         "devices": (0..8).map(gpu).collect::<Vec<_>>(),
+                         "pool": {"name": format!("node-{n}"), "generation": 1, "resourceSliceCount": 1}},
+            }))
+            .unwrap()
+        })
+        .collect();
+    let objects = DraObjects {
+        device_classes: vec![serde_json::from_value(json!({
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]},
+        }))
+        .unwrap()],
+        claim_templates: vec![serde_json::from_value(json!({
+            "metadata": {"name": "one-gpu", "namespace": "sched-1"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu",
+                "selectors": [{"cel": {"expression":
+                    "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}]}}]}}},
+        }))
+        .unwrap()],
+        ..DraObjects::default()
+    };
+    let mut state = ClusterState::new(&nodes, &namespaces(), &[], true);
+    state.set_dra(&DraObjects { slices, ..objects });
+    let pods: Vec<Pod> = (0..measured)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("sched-1-pod-{i}"), "namespace": "sched-1"},
+                "spec": {"containers": [{"name": "pause", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]},
+            }))
+            .unwrap()
+        })
+        .collect();
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .throughput(Throughput::Elements(measured as u64));
+    g.bench_function("indexed", |b| {
+        b.iter_batched(
+            || state.clone(),
+            |mut s| {
+                let r = s.place_batch(&pods, &Options::default()).unwrap();
+                assert!(r.placements.iter().all(|p| p.node.is_some()));
+                black_box(r)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
+    bench_dra(c, "SchedulingDRA/1000Nodes_8Devices_5000Pods", 1000, 5000);
     bench_indexed(
         c,
         "SchedulingPodAntiAffinity/5000Nodes_1000Init_2000Pods",

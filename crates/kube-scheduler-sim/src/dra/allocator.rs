@@ -84,10 +84,11 @@ pub(crate) struct Allocation {
     pub(crate) node_selector: Option<NodeSelector>,
 }
 
-/// The CEL selectors of one evaluation, compiled once per expression.
+/// The CEL selectors of one evaluation, compiled once per expression, each
+/// with its number in the state's verdict cache.
 #[derive(Default)]
 pub(crate) struct Selectors {
-    compiled: HashMap<String, Result<CompiledSelector, String>>,
+    compiled: HashMap<String, (u32, Result<CompiledSelector, String>)>,
 }
 
 impl std::fmt::Debug for Selectors {
@@ -99,12 +100,16 @@ impl std::fmt::Debug for Selectors {
 }
 
 impl Selectors {
-    fn add(&mut self, selectors: &[DeviceSelector]) {
+    fn add(&mut self, dra: &Dra, selectors: &[DeviceSelector]) {
         for expression in selectors.iter().filter_map(|s| s.cel.as_ref()) {
             let text = &expression.expression;
             if !self.compiled.contains_key(text) {
+                let id = dra
+                    .verdicts
+                    .lock()
+                    .map_or(u32::MAX, |mut verdicts| verdicts.id(text));
                 self.compiled
-                    .insert(text.clone(), CompiledSelector::compile(text));
+                    .insert(text.clone(), (id, CompiledSelector::compile(text)));
             }
         }
     }
@@ -254,8 +259,8 @@ impl<'a> AlternativeSource<'a> {
                 ));
             }
         };
-        selectors.add(class.spec.selectors.as_deref().unwrap_or_default());
-        selectors.add(self.selectors);
+        selectors.add(dra, class.spec.selectors.as_deref().unwrap_or_default());
+        selectors.add(dra, self.selectors);
         Ok(Alternative {
             name: self.name,
             class,
@@ -265,6 +270,24 @@ impl<'a> AlternativeSource<'a> {
             admin_access: self.admin_access,
             tolerations: self.tolerations,
         })
+    }
+}
+
+/// Whose selector is evaluated, as errors name it.
+#[derive(Debug, Clone, Copy)]
+enum Owner<'a> {
+    /// A DeviceClass, by name.
+    Class(&'a str),
+    /// A claim, `namespace/name`.
+    Claim(&'a str),
+}
+
+impl std::fmt::Display for Owner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Class(name) => write!(f, "class {name}"),
+            Owner::Claim(label) => write!(f, "claim {label}"),
+        }
     }
 }
 
@@ -370,8 +393,8 @@ struct Search<'s, 'a> {
     all_devices: HashMap<(usize, usize, usize), Vec<DeviceRef>>,
     /// (claim, request, alternative, slice, device) → selectable.
     matches: HashMap<(usize, usize, usize, usize, usize), bool>,
-    /// Devices picked so far → the claims picking them.
-    allocating: HashMap<DeviceId, Vec<usize>>,
+    /// Devices picked so far (by handle) → the claims picking them.
+    allocating: HashMap<u32, Vec<usize>>,
     results: Vec<Vec<Picked>>,
     /// (claim, request) → the alternative in use.
     chosen: HashMap<(usize, usize), usize>,
@@ -509,7 +532,6 @@ impl<'s, 'a> Search<'s, 'a> {
         {
             false
         } else {
-            let id = self.id(at);
             let class_selectors = alternative
                 .class
                 .spec
@@ -522,12 +544,11 @@ impl<'s, 'a> Search<'s, 'a> {
                 .name
                 .as_deref()
                 .unwrap_or_default();
-            self.selectors_match(device, &id, class_selectors, &format!("class {class_name}"))?
+            self.selectors_match(at, class_selectors, Owner::Class(class_name))?
                 && self.selectors_match(
-                    device,
-                    &id,
+                    at,
                     alternative.selectors,
-                    &format!("claim {}", self.claims[c].label),
+                    Owner::Claim(&self.claims[c].label),
                 )?
                 && (self.dra.slices[at.slice].spec.per_device_node_selection != Some(true)
                     || node_matches(
@@ -542,20 +563,22 @@ impl<'s, 'a> Search<'s, 'a> {
         Ok(verdict)
     }
 
+    /// Whether every selector accepts the device, from the state's
+    /// verdicts when a pod before asked (`selectorsMatch`).
     fn selectors_match(
         &self,
-        device: &Device,
-        id: &DeviceId,
+        at: DeviceRef,
         selectors: &[DeviceSelector],
-        owner: &str,
+        owner: Owner<'_>,
     ) -> Result<bool, String> {
+        let handle = self.dra.handle(at.slice, at.device);
         for (i, selector) in selectors.iter().enumerate() {
             let Some(cel) = &selector.cel else {
                 continue;
             };
-            let compiled = match self.selectors.compiled.get(&cel.expression) {
-                Some(Ok(compiled)) => compiled,
-                Some(Err(error)) => {
+            let (expression, compiled) = match self.selectors.compiled.get(&cel.expression) {
+                Some((expression, Ok(compiled))) => (*expression, compiled),
+                Some((_, Err(error))) => {
                     return Err(format!(
                         "{owner}: selector #{i}: CEL compile error: {error}"
                     ));
@@ -566,20 +589,34 @@ impl<'s, 'a> Search<'s, 'a> {
                     ));
                 }
             };
-            let input = DeviceInput {
-                driver: &id.driver,
-                attributes: device.attributes.as_ref(),
-                capacity: device.capacity.as_ref(),
-                allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
-            };
-            match compiled.matches(&input) {
-                Ok(true) => {}
-                Ok(false) => return Ok(false),
-                Err(error) => {
-                    return Err(format!(
-                        "{owner}: selector #{i} on device {id}: CEL runtime error: {error}"
-                    ));
+            let known = self
+                .dra
+                .verdicts
+                .lock()
+                .ok()
+                .and_then(|v| v.get(expression, handle));
+            let verdict = match known {
+                Some(verdict) => verdict,
+                None => {
+                    let device = self.device(at);
+                    let id = self.id(at);
+                    let input = DeviceInput {
+                        driver: &id.driver,
+                        attributes: device.attributes.as_ref(),
+                        capacity: device.capacity.as_ref(),
+                        allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
+                    };
+                    let verdict = compiled.matches(&input).map_err(|error| {
+                        format!("{owner}: selector #{i} on device {id}: CEL runtime error: {error}")
+                    })?;
+                    if let Ok(mut verdicts) = self.dra.verdicts.lock() {
+                        verdicts.insert(expression, handle, verdict);
+                    }
+                    verdict
                 }
+            };
+            if !verdict {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -633,7 +670,7 @@ impl<'s, 'a> Search<'s, 'a> {
             return Ok(false);
         }
         for at in self.candidates() {
-            if !self.available(c, alternative.admin_access, &self.id(at)) {
+            if !self.available(c, alternative.admin_access, at) {
                 continue;
             }
             if !self.selectable(c, r, a, at)? {
@@ -652,12 +689,13 @@ impl<'s, 'a> Search<'s, 'a> {
 
     /// Whether a device is free for claim `c`: with admin access only the
     /// claim itself must not hold it yet.
-    fn available(&self, c: usize, admin_access: bool, id: &DeviceId) -> bool {
-        let picking = self.allocating.get(id);
+    fn available(&self, c: usize, admin_access: bool, at: DeviceRef) -> bool {
+        let handle = self.dra.handle(at.slice, at.device);
+        let picking = self.allocating.get(&handle);
         if admin_access {
             return !picking.is_some_and(|claims| claims.contains(&c));
         }
-        !self.dra.in_use.contains_key(id) && picking.is_none_or(Vec::is_empty)
+        !self.dra.busy[handle as usize] && picking.is_none_or(Vec::is_empty)
     }
 
     /// `allocateDevice`: take a selectable device if it is free, its
@@ -674,8 +712,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let claim = &self.claims[c];
         let request = &claim.requests[r];
         let alternative = &request.alternatives[a];
-        let id = self.id(at);
-        if !self.available(c, alternative.admin_access, &id) {
+        if !self.available(c, alternative.admin_access, at) {
             return Ok(None);
         }
         let device = self.device(at);
@@ -697,6 +734,7 @@ impl<'s, 'a> Search<'s, 'a> {
         } else {
             (request.name, None)
         };
+        let id = self.id(at);
         let mut added = Vec::new();
         for (k, constraint) in claim.constraints.iter().enumerate() {
             let applies = constraint.requests.is_empty()
@@ -740,7 +778,10 @@ impl<'s, 'a> Search<'s, 'a> {
                     .or_default() += nanos;
             }
         }
-        self.allocating.entry(id.clone()).or_default().push(c);
+        self.allocating
+            .entry(self.dra.handle(at.slice, at.device))
+            .or_default()
+            .push(c);
         let name = match sub {
             Some(sub) => format!("{base}/{sub}"),
             None => base.to_owned(),
@@ -766,8 +807,8 @@ impl<'s, 'a> Search<'s, 'a> {
     /// Undo a [`Search::take`].
     fn give_back(&mut self, c: usize, at: DeviceRef, undo: Undo) {
         self.results[c].pop();
-        let id = self.id(at);
-        if let Some(claims) = self.allocating.get_mut(&id)
+        let handle = self.dra.handle(at.slice, at.device);
+        if let Some(claims) = self.allocating.get_mut(&handle)
             && let Some(i) = claims.iter().rposition(|x| *x == c)
         {
             claims.remove(i);
@@ -1013,7 +1054,7 @@ pub(crate) fn supply(
             for at in search.candidates() {
                 if search.selectable(0, r, a, at)? {
                     matching += 1;
-                    if search.available(0, alternative.admin_access, &search.id(at)) {
+                    if search.available(0, alternative.admin_access, at) {
                         free += 1;
                     }
                 }

@@ -129,6 +129,47 @@ pub(crate) struct Dra {
     pub(crate) in_use: HashMap<DeviceId, u32>,
     /// Per node index: the pools whose slices target it.
     pub(crate) node_pools: Vec<Vec<Pool>>,
+    /// The index of the first device of each slice in a numbering of
+    /// every device of every slice (the allocator's device handles).
+    pub(crate) slice_offsets: Vec<u32>,
+    /// Per device handle: whether a claim holds it ([`Dra::in_use`]).
+    pub(crate) busy: Vec<bool>,
+    /// The handles of each device (several when slices repeat a name).
+    handles: HashMap<DeviceId, Vec<u32>>,
+    /// Selector verdicts per device, kept across evaluations: a
+    /// selector's verdict on a device depends on nothing else.
+    pub(crate) verdicts: std::sync::Arc<std::sync::Mutex<Verdicts>>,
+}
+
+/// CEL selector verdicts by expression and device handle.
+#[derive(Debug, Default)]
+pub(crate) struct Verdicts {
+    /// Each expression's number.
+    ids: HashMap<String, u32>,
+    /// (expression, device handle) → the selector accepts the device.
+    known: HashMap<(u32, u32), bool>,
+}
+
+impl Verdicts {
+    /// The number of an expression.
+    pub(crate) fn id(&mut self, expression: &str) -> u32 {
+        if let Some(id) = self.ids.get(expression) {
+            return *id;
+        }
+        let id = self.ids.len() as u32;
+        self.ids.insert(expression.to_owned(), id);
+        id
+    }
+
+    /// A verdict found before.
+    pub(crate) fn get(&self, expression: u32, device: u32) -> Option<bool> {
+        self.known.get(&(expression, device)).copied()
+    }
+
+    /// Remember a verdict.
+    pub(crate) fn insert(&mut self, expression: u32, device: u32, verdict: bool) {
+        self.known.insert((expression, device), verdict);
+    }
 }
 
 impl Dra {
@@ -153,6 +194,20 @@ impl Dra {
         dra.slices = objects.slices.clone();
         dra.slices
             .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut next = 0u32;
+        for slice in &dra.slices {
+            dra.slice_offsets.push(next);
+            for device in slice.spec.devices.iter().flatten() {
+                let id = DeviceId {
+                    driver: slice.spec.driver.clone(),
+                    pool: slice.spec.pool.name.clone(),
+                    device: device.name.clone(),
+                };
+                dra.handles.entry(id).or_default().push(next);
+                next += 1;
+            }
+        }
+        dra.busy = vec![false; next as usize];
         dra.recount_in_use();
         for (name, labels) in nodes {
             dra.add_node(name, labels);
@@ -165,8 +220,26 @@ impl Dra {
         self.in_use.clear();
         let held: Vec<DeviceId> = self.claims.values().flat_map(held_devices).collect();
         for id in held {
-            *self.in_use.entry(id).or_default() += 1;
+            self.hold(id, 1);
         }
+    }
+
+    /// Count one more (`1`) or one less (`-1`) claim holding a device.
+    fn hold(&mut self, id: DeviceId, change: i32) {
+        let count = self.in_use.entry(id.clone()).or_default();
+        *count = count.saturating_add_signed(change);
+        let busy = *count > 0;
+        if !busy {
+            self.in_use.remove(&id);
+        }
+        for handle in self.handles.get(&id).into_iter().flatten() {
+            self.busy[*handle as usize] = busy;
+        }
+    }
+
+    /// The handle of the device at `index` of the slice at `slice`.
+    pub(crate) fn handle(&self, slice: usize, index: usize) -> u32 {
+        self.slice_offsets[slice] + index as u32
     }
 
     /// Gather the pools of a node added to the state (`GatherPools`, DR.3).
@@ -180,15 +253,10 @@ impl Dra {
     pub(crate) fn record(&mut self, key: (String, String), claim: ResourceClaim) {
         let before: Vec<DeviceId> = self.claims.get(&key).map(held_devices).unwrap_or_default();
         for id in before {
-            if let Some(n) = self.in_use.get_mut(&id) {
-                *n -= 1;
-                if *n == 0 {
-                    self.in_use.remove(&id);
-                }
-            }
+            self.hold(id, -1);
         }
         for id in held_devices(&claim) {
-            *self.in_use.entry(id).or_default() += 1;
+            self.hold(id, 1);
         }
         self.claims.insert(key, claim);
     }

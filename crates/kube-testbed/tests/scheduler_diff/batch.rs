@@ -32,7 +32,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
-use kube_scheduler_sim::{ClusterState, Options};
+use kube_scheduler_sim::ClusterState;
 use std::time::Instant;
 
 use super::{DECISION_LIMIT, Real, real_of};
@@ -75,7 +75,7 @@ fn with_node(pod: &Pod, node: &str) -> Pod {
 /// The feasible nodes of the highest total (all feasible nodes when
 /// nothing was scored); empty when the pod fits nowhere.
 fn top_nodes(state: &ClusterState, pod: &Pod) -> (Vec<String>, Vec<String>) {
-    let result = match state.evaluate(pod, &Options::default()) {
+    let result = match state.evaluate(pod, &super::options()) {
         Ok(result) => result,
         Err(error) => panic!("the simulator failed on {:?}: {error}", pod.metadata.name),
     };
@@ -157,7 +157,7 @@ pub async fn check(
     );
 
     // The simulator's batch, and its top nodes for each pod in its own state.
-    let options = Options::default();
+    let options = super::options();
     let mut sim = base.clone();
     let batch = match sim.clone().place_batch(&created, &options) {
         Ok(batch) => batch,
@@ -250,7 +250,7 @@ pub async fn check(
                         );
                     } else {
                         let why = follow
-                            .evaluate(pod, &Options::default())
+                            .evaluate(pod, &super::options())
                             .ok()
                             .and_then(|r| r.summary)
                             .unwrap_or_default();

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
-use kube_scheduler_sim::{ClusterState, Options, ScheduleResult};
+use kube_scheduler_sim::{ClusterState, ScheduleResult};
 use serde_json::{Value, json};
 
 use super::{Expected, Real, agrees, decision, delete_pod, expected};
@@ -44,7 +44,7 @@ pub struct CapacityTally {
 /// its own `app` added.
 pub fn template(base: &ClusterState, pending: &[Pod]) -> Option<Pod> {
     let fits = |pod: &Pod| {
-        base.evaluate(pod, &Options::default())
+        base.evaluate(pod, &super::options())
             .is_ok_and(|r| !r.feasible.is_empty())
     };
     let constrained = |pod: &Pod| {
@@ -102,7 +102,7 @@ pub async fn check(
     let namespace = template.metadata.namespace.as_deref().unwrap_or("default");
     let name = template.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let options = Options::default();
+    let options = super::options();
     let mut mismatches = Vec::new();
     // The simulator following the real placements, for each decision.
     let mut follow = base.clone();

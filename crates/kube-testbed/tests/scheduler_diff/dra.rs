@@ -18,7 +18,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube_scheduler_sim::{ClusterState, DraObjects, Options};
+use kube_scheduler_sim::{ClusterState, DraObjects};
 use serde_json::{Value, json};
 
 use super::generate::{PRIORITY_CLASSES, Rng};
@@ -356,7 +356,7 @@ pub async fn run_seed(
     let pods: Api<Pod> = Api::namespaced(client.clone(), &scenario.namespace);
     let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), &scenario.namespace);
     let mut sim = ClusterState::new(&created_nodes, &[namespace], &[], true);
-    let options = Options::default();
+    let options = super::options();
     tally.seeds += 1;
     for (pod, pod_claims) in &scenario.pending {
         let name = pod.metadata.name.clone().unwrap_or_default();

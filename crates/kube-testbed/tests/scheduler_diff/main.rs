@@ -95,6 +95,18 @@ fn seeds() -> Vec<u64> {
     (first..first + count).collect()
 }
 
+/// The release of the bed's kube-scheduler, set once when the test
+/// starts.
+static RELEASE: std::sync::OnceLock<KubernetesVersion> = std::sync::OnceLock::new();
+
+/// The simulator's options: the defaults at the bed's release.
+fn options() -> Options {
+    Options {
+        kubernetes_version: RELEASE.get().copied().unwrap_or(KubernetesVersion::LATEST),
+        ..Options::default()
+    }
+}
+
 /// The DRA seeds: `SCHEDULER_DIFF_DRA_SEEDS=<count>` of them from the
 /// first random seed, the one seed of `SCHEDULER_DIFF_SEED`, or
 /// [`DEFAULT_DRA_SEEDS`].
@@ -460,7 +472,7 @@ async fn run_seed(
         existing.len(),
         "seed {seed}: the simulator refused a bound pod"
     );
-    let options = Options::default();
+    let options = options();
     // The cluster before any pending pod, for the capacity and the batch.
     let base = sim.clone();
     tally.seeds += 1;
@@ -698,16 +710,25 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
     let seeds = seeds();
     let started = Instant::now();
     let bed = start(Testbed::builder().with_scheduler()).await;
-    // Every comparison uses the simulator's default release: it must be
-    // the bed's.
-    let bed_release = bed.versions().kubernetes.parse::<KubernetesVersion>();
-    assert_eq!(
-        bed_release,
-        Ok(Options::default().kubernetes_version),
-        "the bed runs kube-scheduler {}, the simulator follows {} by default",
-        bed.versions().kubernetes,
-        Options::default().kubernetes_version
-    );
+    // Every comparison follows the bed's release: the default bed's is the
+    // simulator's default; a release bed (testbed/build-releases.sh,
+    // KUBE_TESTBED_DIR) gives an older one.
+    let release = match bed.versions().kubernetes.parse::<KubernetesVersion>() {
+        Ok(release) => release,
+        Err(error) => panic!("the bed's kube-scheduler: {error}"),
+    };
+    if std::env::var_os(kube_testbed::DIR_ENV).is_none() {
+        assert_eq!(
+            release,
+            KubernetesVersion::LATEST,
+            "the default bed runs kube-scheduler {}, the simulator follows {} by default",
+            bed.versions().kubernetes,
+            KubernetesVersion::LATEST
+        );
+    }
+    if RELEASE.set(release).is_err() {
+        panic!("the release is set once");
+    }
     let client = bed.client();
     create_priority_classes(&client).await;
     let mut tally = Tally::default();
@@ -733,7 +754,7 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
     }
     println!(
         "scheduler diff (Kubernetes {}): {} seeds ({}..={}), {} decisions ({} bound, {} unschedulable), {} agreed, {} mismatches, {:.1} s",
-        Options::default().kubernetes_version,
+        bed.versions().kubernetes,
         tally.seeds,
         seeds.first().copied().unwrap_or_default(),
         seeds.last().copied().unwrap_or_default(),
