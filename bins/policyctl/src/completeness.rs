@@ -140,6 +140,11 @@ const REPORT_SECTIONS: &[(&str, &str, &[&[Kind]])] = &[
         ],
     ),
     (
+        "devices",
+        "Devices (Dynamic Resource Allocation)",
+        &[DEVICES, &[Kind::Node]],
+    ),
+    (
         "clusterModules",
         "Cluster modules",
         &[CONFIG, CLUSTER_API, &[Kind::Node]],

@@ -91,7 +91,7 @@ pub use api::{
 };
 pub use capacity::{Capacity, DEFAULT_MAX_COPIES, capacity, capacity_copy};
 pub use diagnose::{Diagnosis, diagnose, diagnose_all};
-pub use dra::DraObjects;
+pub use dra::{ClassDevices, DeviceUsage, DraObjects, NodeDevices};
 /// A parsed pod or namespace label selector: [`kube_validation`]'s
 /// [`LabelSelectorMatcher`](kube_validation::LabelSelectorMatcher) (a null
 /// selector matches nothing, an empty one everything, M.3).

@@ -354,6 +354,12 @@ impl ClusterState {
         Ok(())
     }
 
+    /// The devices of the ResourceSlices and how many allocated claims
+    /// hold, per node and per DeviceClass (DR.3, DR.4).
+    pub fn device_usage(&self) -> crate::DeviceUsage {
+        self.dra.usage(self.nodes.iter().map(|n| n.name.as_str()))
+    }
+
     /// Replace the DRA objects the DynamicResources plugin reads (DR.1–DR.4):
     /// device classes, claims (with the allocations they hold), claim
     /// templates and the ResourceSlices drivers publish.

@@ -7,6 +7,7 @@ mod capacity;
 mod concurrency;
 mod config_check;
 mod config_source;
+mod devices;
 mod diagnose;
 mod host_labels;
 mod hosts;

@@ -17,8 +17,8 @@ use crate::commands::config_source::ConfigInput;
 use crate::commands::queue::ConcurrentBackups;
 use crate::commands::soothe::DataMovers;
 use crate::commands::{
-    CommandError, capacity, concurrency, config_check, host_labels, hosts, maintenance, modules,
-    placement, queue, scheduling, soothe,
+    CommandError, capacity, concurrency, config_check, devices, host_labels, hosts, maintenance,
+    modules, placement, queue, scheduling, soothe,
 };
 use crate::manifest::{Inventory, ObjectKey};
 use crate::output::{Output, fitted_table, section};
@@ -145,6 +145,14 @@ pub fn run(
             &body,
         ));
         document.insert("spareReplicas".to_owned(), section_document);
+    }
+
+    if let Some((body, section_document)) = devices::report_section(inventory) {
+        text.push_str(&section(
+            "Devices (Dynamic Resource Allocation): per node and per DeviceClass",
+            &body,
+        ));
+        document.insert("devices".to_owned(), section_document);
     }
 
     if let Some((section_text, section_document)) = modules::report_section(inventory) {

@@ -471,3 +471,156 @@ pub(crate) fn pod_claims(pod: &Pod) -> Vec<PodClaim> {
         })
         .collect()
 }
+
+/// The devices of a cluster's ResourceSlices and how many claims hold,
+/// per node and per DeviceClass: what `policyctl report` shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceUsage {
+    /// Per node and driver, in node order then driver name.
+    pub nodes: Vec<NodeDevices>,
+    /// Per DeviceClass, by name.
+    pub classes: Vec<ClassDevices>,
+}
+
+/// The devices one node can be allocated from one driver.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeDevices {
+    /// The node.
+    pub node: String,
+    /// The driver.
+    pub driver: String,
+    /// Devices of the driver's complete pools that the node reaches
+    /// (node-local, or shared with other nodes by `allNodes` or a node
+    /// selector).
+    pub devices: usize,
+    /// Of those, the devices an allocated claim holds.
+    pub allocated: usize,
+    /// Of `devices`, those the node shares with other nodes.
+    pub shared: usize,
+}
+
+/// The devices a DeviceClass selects.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClassDevices {
+    /// The DeviceClass.
+    pub class: String,
+    /// Devices its selectors accept, over every slice.
+    pub devices: usize,
+    /// Of those, the devices an allocated claim holds.
+    pub allocated: usize,
+    /// A selector that could not be evaluated, with upstream's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Dra {
+    /// Device use per node (`node_names` by node index) and per class.
+    pub(crate) fn usage<'a>(&self, node_names: impl Iterator<Item = &'a str>) -> DeviceUsage {
+        let mut usage = DeviceUsage::default();
+        for (name, pools) in node_names.zip(&self.node_pools) {
+            let mut by_driver: BTreeMap<&str, NodeDevices> = BTreeMap::new();
+            for pool in pools.iter().filter(|p| !p.incomplete && !p.invalid) {
+                let entry = by_driver
+                    .entry(&pool.driver)
+                    .or_insert_with(|| NodeDevices {
+                        node: name.to_owned(),
+                        driver: pool.driver.clone(),
+                        devices: 0,
+                        allocated: 0,
+                        shared: 0,
+                    });
+                for slice in &pool.slices {
+                    let spec = &self.slices[*slice].spec;
+                    let shared = spec.node_name.as_deref().is_none_or(str::is_empty);
+                    let count = spec.devices.as_ref().map_or(0, Vec::len);
+                    for index in 0..count {
+                        entry.devices += 1;
+                        entry.shared += usize::from(shared);
+                        entry.allocated +=
+                            usize::from(self.busy[self.handle(*slice, index) as usize]);
+                    }
+                }
+            }
+            usage.nodes.extend(by_driver.into_values());
+        }
+        let mut classes: Vec<&DeviceClass> = self.classes.values().collect();
+        classes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        for class in classes {
+            usage.classes.push(self.class_devices(class));
+        }
+        usage
+    }
+
+    /// The devices of every slice (each device once, the newest generation
+    /// of its pool) that `class`'s selectors accept.
+    fn class_devices(&self, class: &DeviceClass) -> ClassDevices {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let mut out = ClassDevices {
+            class: name.clone(),
+            devices: 0,
+            allocated: 0,
+            error: None,
+        };
+        let mut compiled = Vec::new();
+        for (i, selector) in class.spec.selectors.iter().flatten().enumerate() {
+            let Some(cel) = &selector.cel else { continue };
+            match cel::CompiledSelector::compile(&cel.expression) {
+                Ok(selector) => compiled.push(selector),
+                Err(error) => {
+                    out.error = Some(format!(
+                        "class {name}: selector #{i}: CEL compile error: {error}"
+                    ));
+                    return out;
+                }
+            }
+        }
+        let mut newest: HashMap<(&str, &str), i64> = HashMap::new();
+        for slice in &self.slices {
+            let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
+            let generation = newest.entry(key).or_insert(slice.spec.pool.generation);
+            *generation = (*generation).max(slice.spec.pool.generation);
+        }
+        for (s, slice) in self.slices.iter().enumerate() {
+            let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
+            if newest.get(&key) != Some(&slice.spec.pool.generation) {
+                continue;
+            }
+            for (index, device) in slice.spec.devices.iter().flatten().enumerate() {
+                let input = cel::DeviceInput {
+                    driver: &slice.spec.driver,
+                    attributes: device.attributes.as_ref(),
+                    capacity: device.capacity.as_ref(),
+                    allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
+                };
+                let mut accepted = true;
+                for (i, selector) in compiled.iter().enumerate() {
+                    match selector.matches(&input) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            accepted = false;
+                            break;
+                        }
+                        Err(error) => {
+                            out.error.get_or_insert_with(|| {
+                                format!(
+                                    "class {name}: selector #{i} on device {}/{}/{}: CEL runtime error: {error}",
+                                    slice.spec.driver, slice.spec.pool.name, device.name
+                                )
+                            });
+                            accepted = false;
+                            break;
+                        }
+                    }
+                }
+                if accepted {
+                    out.devices += 1;
+                    out.allocated += usize::from(self.busy[self.handle(s, index) as usize]);
+                }
+            }
+        }
+        out
+    }
+}
