@@ -203,10 +203,89 @@ fn apply_non_missing(list: &mut List) {
         ));
 }
 
-/// [`pod_request_list`], with `non_missing` the scoring variant
-/// (`NonMissingContainerRequests`: 100m CPU and 200 MiB for every container,
-/// init containers included, that lacks the key).
-fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
+/// Which requests of a container count (`containerSpecRequests`,
+/// `containerAllocatedRequests`, `containerActuatedRequests`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// `spec.containers[].resources.requests`.
+    Spec,
+    /// The container status's `allocatedResources`, else the spec's (none
+    /// when the resize is infeasible).
+    Allocated { infeasible: bool },
+    /// The container status's `resources.requests`, else its
+    /// `allocatedResources`, else the spec's (none when the resize is
+    /// infeasible).
+    Actuated { infeasible: bool },
+}
+
+/// A container's requests from `source`.
+fn source_requests(
+    pod: &Pod,
+    c: &Container,
+    field: &str,
+    source: Source,
+) -> Result<List, QuantityProblem> {
+    let status = || {
+        let statuses = pod.status.as_ref()?;
+        statuses
+            .container_statuses
+            .iter()
+            .flatten()
+            .chain(statuses.init_container_statuses.iter().flatten())
+            .find(|s| s.name == c.name)
+    };
+    let status_field = format!("status of container {:?}", c.name);
+    let (allocated, actuated, infeasible) = match source {
+        Source::Spec => return container_requests(c, field),
+        Source::Allocated { infeasible } => (true, false, infeasible),
+        Source::Actuated { infeasible } => (true, true, infeasible),
+    };
+    let found = status();
+    if actuated
+        && let Some(requests) = found
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+    {
+        return parse_list(
+            Some(requests),
+            &format!("{status_field}.resources.requests"),
+        );
+    }
+    if allocated && let Some(list) = found.and_then(|s| s.allocated_resources.as_ref()) {
+        return parse_list(Some(list), &format!("{status_field}.allocatedResources"));
+    }
+    if infeasible {
+        return Ok(List::new());
+    }
+    container_requests(c, field)
+}
+
+/// `IsPodResizeInfeasible`: the `PodResizePending` condition's reason is
+/// `Infeasible`.
+fn resize_infeasible(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodResizePending"))
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
+}
+
+/// Whether any container status reports resources (an in-place resize
+/// may be under way).
+fn reports_status_resources(pod: &Pod) -> bool {
+    pod.status.as_ref().is_some_and(|s| {
+        s.container_statuses
+            .iter()
+            .flatten()
+            .chain(s.init_container_statuses.iter().flatten())
+            .any(|c| c.resources.is_some() || c.allocated_resources.is_some())
+    })
+}
+
+/// `aggregateContainerResourcesByFn`: the containers' requests from
+/// `source`, restartable init containers (sidecars) added and the largest
+/// init-container need taken.
+fn aggregate(pod: &Pod, non_missing: bool, source: Source) -> Result<List, QuantityProblem> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(List::new());
     };
@@ -218,15 +297,17 @@ fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
     };
     let mut reqs = List::new();
     for (i, c) in spec.containers.iter().enumerate() {
+        let field = format!("spec.containers[{i}]");
         add_into(
             &mut reqs,
-            &with_defaults(container_requests(c, &format!("spec.containers[{i}]"))?),
+            &with_defaults(source_requests(pod, c, &field, source)?),
         );
     }
     let mut sidecars = List::new();
     let mut init_max = List::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
-        let own = with_defaults(container_requests(c, &format!("spec.initContainers[{i}]"))?);
+        let field = format!("spec.initContainers[{i}]");
+        let own = with_defaults(source_requests(pod, c, &field, source)?);
         let need = if c.restart_policy.as_deref() == Some("Always") {
             add_into(&mut reqs, &own);
             add_into(&mut sidecars, &own);
@@ -239,6 +320,34 @@ fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
         max_into(&mut init_max, &need);
     }
     max_into(&mut reqs, &init_max);
+    Ok(reqs)
+}
+
+/// [`pod_request_list`], with `non_missing` the scoring variant
+/// (`NonMissingContainerRequests`: 100m CPU and 200 MiB for every container,
+/// init containers included, that lacks the key).
+///
+/// A pod whose container statuses report resources may be resizing in
+/// place (on by default in every supported release): its requests are,
+/// per resource, the largest of the spec's, the allocated and the actuated
+/// sums, or of the allocated and actuated sums alone when the resize is
+/// infeasible (`AggregateContainerRequests` with `UseStatusResources`,
+/// 1.37; C.75).
+fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(List::new());
+    };
+    let mut reqs = aggregate(pod, non_missing, Source::Spec)?;
+    if reports_status_resources(pod) {
+        let infeasible = resize_infeasible(pod);
+        let allocated = aggregate(pod, non_missing, Source::Allocated { infeasible })?;
+        let actuated = aggregate(pod, non_missing, Source::Actuated { infeasible })?;
+        if infeasible {
+            reqs = List::new();
+        }
+        max_into(&mut reqs, &actuated);
+        max_into(&mut reqs, &allocated);
+    }
     let pod_level = parse_list(
         spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
         "spec.resources.requests",
@@ -316,6 +425,84 @@ pub fn format_amount(resource: &str, amount: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pod of containers `(name, spec cpu, allocated cpu, actuated cpu)`
+    /// (`""` leaves a field out), with `PodResizePending` reason `pending`.
+    fn resizing(containers: &[(&str, &str, &str, &str)], pending: Option<&str>) -> Pod {
+        let spec: Vec<serde_json::Value> = containers
+            .iter()
+            .map(|(name, cpu, _, _)| {
+                serde_json::json!({"name": name, "resources": {"requests": {"cpu": cpu}}})
+            })
+            .collect();
+        let statuses: Vec<serde_json::Value> = containers
+            .iter()
+            .map(|(name, _, allocated, actuated)| {
+                let mut status = serde_json::json!({"name": name, "image": "x", "imageID": "",
+                    "ready": true, "restartCount": 0});
+                if !allocated.is_empty() {
+                    status["allocatedResources"] = serde_json::json!({"cpu": allocated});
+                }
+                if !actuated.is_empty() {
+                    status["resources"] = serde_json::json!({"requests": {"cpu": actuated}});
+                }
+                status
+            })
+            .collect();
+        let conditions: Vec<serde_json::Value> = pending
+            .map(|reason| serde_json::json!({"type": "PodResizePending", "status": "True", "reason": reason}))
+            .into_iter()
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": spec},
+            "status": {"containerStatuses": statuses, "conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    fn cpu(pod: &Pod) -> i64 {
+        pod_requests(pod).unwrap().milli_cpu
+    }
+
+    // TestPodResourceRequests, its "resized" cases with UseStatusResources
+    // (component-helpers/resource/helpers_test.go, v0.37.2).
+    #[test]
+    fn a_resizing_pod_counts_the_largest_of_spec_allocated_and_actuated() {
+        // "resized, no resize status".
+        assert_eq!(cpu(&resizing(&[("container-1", "4", "", "2")], None)), 4000);
+        // "resized, infeasible".
+        let infeasible = resizing(&[("container-1", "4", "", "2")], Some("Infeasible"));
+        assert_eq!(cpu(&infeasible), 2000);
+        // "resized, infeasible & in-progress".
+        let in_progress = resizing(&[("container-1", "6", "4", "2")], Some("Infeasible"));
+        assert_eq!(cpu(&in_progress), 4000);
+        // "resized: per-resource 3-way maximum".
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "container-1", "resources": {"requests":
+                {"cpu": "30m", "memory": "20M", "ephemeral-storage": "10G"}}}]},
+            "status": {"containerStatuses": [{"name": "container-1", "image": "x", "imageID": "",
+                "ready": true, "restartCount": 0,
+                "allocatedResources": {"cpu": "20m", "memory": "10M", "ephemeral-storage": "30G"},
+                "resources": {"requests": {"cpu": "10m", "memory": "30M", "ephemeral-storage": "20G"}}}]},
+        }))
+        .unwrap();
+        let r = pod_requests(&pod).unwrap();
+        assert_eq!(
+            (r.milli_cpu, r.memory, r.ephemeral_storage),
+            (30, 30_000_000, 30_000_000_000)
+        );
+    }
+
+    // Ours: what 1.37 changed (C.75).
+    #[test]
+    fn resizes_in_opposite_directions_take_the_largest_sum_not_the_sum_of_largest() {
+        // Sums: spec 3, allocated 3, actuated 3 (1.37); the per-container
+        // maximum of 1.34-1.36 would give 4.
+        let pod = resizing(&[("a", "2", "1", "1"), ("b", "1", "2", "2")], None);
+        assert_eq!(cpu(&pod), 3000);
+    }
 
     #[test]
     fn scalar_resource_names() {
