@@ -119,6 +119,19 @@ pub struct Versions {
 }
 
 impl Versions {
+    /// The minor of [`Versions::kubernetes`] (`37` for `v1.37.2`); 0 when
+    /// it is not a `v1.N[.P]` version.
+    pub fn kubernetes_minor(&self) -> u32 {
+        self.kubernetes
+            .trim_start_matches('v')
+            .split('.')
+            .nth(1)
+            .and_then(|minor| minor.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Versions {
     /// Parses the text of a `versions.env`: `KEY=VALUE` lines, blank lines
     /// and `#` comments. Every version named above must be present.
     pub fn parse(text: &str) -> Result<Versions, String> {

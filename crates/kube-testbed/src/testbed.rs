@@ -393,7 +393,11 @@ impl Testbed {
             "--allow-privileged=true".to_owned(),
             format!(
                 "--disable-admission-plugins={}",
-                flag_value(DISABLED_ADMISSION_PLUGINS, options.controller_manager)
+                flag_value(
+                    DISABLED_ADMISSION_PLUGINS,
+                    options.controller_manager,
+                    versions.kubernetes_minor()
+                )
             ),
             "--profiling=false".to_owned(),
         ];
@@ -483,7 +487,7 @@ impl Testbed {
         let kubeconfig = identity.display().to_string();
         let disabled: Vec<String> = DISABLED_CONTROLLERS
             .iter()
-            .filter(|entry| entry.applies(true))
+            .filter(|entry| entry.applies(true, self.versions.kubernetes_minor()))
             .map(|entry| format!(",-{}", entry.name))
             .collect();
         let args = vec![

@@ -79,7 +79,7 @@ fn top_nodes(state: &ClusterState, pod: &Pod) -> (Vec<String>, Vec<String>) {
         Ok(result) => result,
         Err(error) => panic!("the simulator failed on {:?}: {error}", pod.metadata.name),
     };
-    match super::expected(&result) {
+    match super::expected(&result, pod) {
         super::Expected::OneOf(top) => (top, result.feasible),
         _ => (Vec::new(), Vec::new()),
     }

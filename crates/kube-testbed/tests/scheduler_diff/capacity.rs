@@ -125,7 +125,7 @@ pub async fn check(
             Ok(result) => result,
             Err(error) => panic!("seed {seed}: the simulator failed on {copy_name}: {error}"),
         };
-        let want = expected(&result);
+        let want = expected(&result, &created);
         let real = decision(&pods, &copy_name).await;
         if !agrees(&want, &real) {
             mismatches.push(format!(
@@ -169,7 +169,7 @@ pub async fn check(
         );
         // The reason the next copy does not fit, as the real message.
         if let (Some((real, _)), Some(reason)) = (&last, &sim.reason) {
-            let want = expected_reason(reason);
+            let want = expected_reason(reason, template);
             if !agrees(&want, real) {
                 mismatches.push(format!(
                     "seed {seed}: capacity of {namespace}/{name}: {} copies on both sides, but the next one\n  simulator: {want:?}\n  real kube-scheduler: {real:?}\n",
@@ -200,10 +200,10 @@ pub async fn check(
 
 /// What kube-scheduler says about the copy that does not fit, from the
 /// simulator's capacity reason (a FitError).
-fn expected_reason(reason: &str) -> Expected {
+fn expected_reason(reason: &str, copy: &Pod) -> Expected {
     let result = ScheduleResult {
         summary: Some(reason.to_owned()),
         ..Default::default()
     };
-    expected(&result)
+    expected(&result, copy)
 }

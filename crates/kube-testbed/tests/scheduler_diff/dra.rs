@@ -22,7 +22,7 @@ use kube_scheduler_sim::{ClusterState, DraObjects};
 use serde_json::{Value, json};
 
 use super::generate::{PRIORITY_CLASSES, Rng};
-use super::{PREEMPTION_NEVER, Real, agrees, decision, delete_pod, expected, report};
+use super::{Real, agrees, decision, delete_pod, expected, post_filter_text, report};
 
 /// The GPUs' driver: node-local pools, one per node.
 const GPU: &str = "gpu.example.com";
@@ -252,7 +252,8 @@ async fn dra_now(client: &kube::Client, namespace: &str, seed: u64) -> DraObject
 async fn wait_for_node_count(client: &kube::Client, namespace: &str, nodes: usize) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let want = format!(
-        "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector.{PREEMPTION_NEVER}"
+        "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector.{}",
+        post_filter_text(false)
     );
     let mut last = Real::Other(String::new(), String::new());
     for attempt in 0..50 {
@@ -377,7 +378,7 @@ pub async fn run_seed(
             Ok(result) => result,
             Err(error) => panic!("DRA seed {seed}: the simulator failed on {name}: {error}"),
         };
-        let want = expected(&result);
+        let want = expected(&result, &created);
         let real = decision(&pods, &name).await;
         tally.decisions += 1;
         if agrees(&want, &real) {

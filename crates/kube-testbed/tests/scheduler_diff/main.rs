@@ -13,7 +13,7 @@
 //! - `PodScheduled=False`, reason `Unschedulable`: the condition's message
 //!   must be the simulator's FitError text, followed by the fixed text of
 //!   the preemption PostFilter for a pod that may not preempt
-//!   ([`PREEMPTION_NEVER`]), or, after a PreFilter rejection, by
+//!   ([`post_filter_text`]), or, after a PreFilter rejection, by
 //!   [`PREFILTER_REJECTED`]. The pod is then deleted, so that no later event
 //!   lets the scheduler retry it.
 //!
@@ -59,16 +59,40 @@ const DEFAULT_SEEDS: u64 = 20;
 /// DRA seeds ([`dra`]) run when no variable says otherwise.
 const DEFAULT_DRA_SEEDS: u64 = 8;
 
-/// What kube-scheduler 1.37 appends to the FitError of a pod whose
-/// `preemptionPolicy` is `Never` (DefaultPreemption's PostFilter message).
-const PREEMPTION_NEVER: &str = " preemption: not eligible due to preemptionPolicy=Never.";
+/// What the preemption PostFilter (DefaultPreemption) appends to the
+/// FitError of a pod whose `preemptionPolicy` is `Never`.
+const PREEMPTION_NEVER: &str = "preemption: not eligible due to preemptionPolicy=Never.";
 
-/// What kube-scheduler 1.37 appends instead when a PreFilter rejected the
-/// pod: the PostFilter plugins run in order and DynamicResources, ahead of
-/// DefaultPreemption, cannot read the state its own PreFilter never wrote;
-/// that error (`not found`, the cycle state's `ErrNotFound`) ends the
-/// PostFilter phase.
+/// What kube-scheduler appends instead when a PreFilter before
+/// DynamicResources' rejected the pod: the PostFilter plugins run in order
+/// and DynamicResources, ahead of DefaultPreemption, cannot read the state
+/// its own PreFilter never wrote; that error (`not found`, the cycle
+/// state's `ErrNotFound`) ends the PostFilter phase.
 const PREFILTER_REJECTED: &str = " not found";
+
+/// The PostFilter text after a Filter rejection (or DynamicResources' own
+/// PreFilter's) at the bed's release: up to 1.36 DynamicResources'
+/// PostFilter adds `no new claims to deallocate` for a pod without claims
+/// it resolved, `still not schedulable` for one with; 1.37 adds nothing.
+fn post_filter_text(claims_resolved: bool) -> String {
+    let release = RELEASE.get().copied().unwrap_or(KubernetesVersion::LATEST);
+    let dynamic_resources = if release >= KubernetesVersion::V1_37 {
+        ""
+    } else if claims_resolved {
+        "still not schedulable, "
+    } else {
+        "no new claims to deallocate, "
+    };
+    format!(" {dynamic_resources}{PREEMPTION_NEVER}")
+}
+
+/// Whether a pod refers to ResourceClaims.
+fn has_claims(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .is_some_and(|c| !c.is_empty())
+}
 
 /// How long kube-scheduler may take to forget a deleted pod it was
 /// binding volumes for (its volume binder checks every second).
@@ -141,7 +165,8 @@ enum Expected {
     Error(String),
 }
 
-fn expected(result: &ScheduleResult) -> Expected {
+/// What the real scheduler may do with `pod`, evaluated as `result`.
+fn expected(result: &ScheduleResult, pod: &Pod) -> Expected {
     if let Some(error) = &result.error {
         return Expected::Error(error.clone());
     }
@@ -154,10 +179,11 @@ fn expected(result: &ScheduleResult) -> Expected {
                 .unschedulable
                 .values()
                 .all(|f| f.plugin == Plugin::DynamicResources);
-        let suffix = if rejected_in_pre_filter(&summary) && !by_dynamic_resources {
-            PREFILTER_REJECTED
+        let pre_filter = rejected_in_pre_filter(&summary);
+        let suffix = if pre_filter && !by_dynamic_resources {
+            PREFILTER_REJECTED.to_owned()
         } else {
-            PREEMPTION_NEVER
+            post_filter_text(has_claims(pod) && !pre_filter)
         };
         return Expected::Unschedulable(format!("{summary}{suffix}"));
     }
@@ -340,7 +366,8 @@ async fn decision(pods: &Api<Pod>, name: &str) -> Real {
 /// another message).
 async fn wait_for_scheduler_cache(pods: &Api<Pod>, nodes: usize) {
     let want = format!(
-        "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector.{PREEMPTION_NEVER}"
+        "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector.{}",
+        post_filter_text(false)
     );
     let mut last = Real::Other(String::new(), String::new());
     for attempt in 0..50 {
@@ -487,7 +514,7 @@ async fn run_seed(
             Ok(result) => result,
             Err(error) => panic!("seed {seed}: the simulator failed on {name}: {error}"),
         };
-        let want = expected(&result);
+        let want = expected(&result, &created);
         let real = decision(&api, &name).await;
         tally.decisions += 1;
         if generate::mounts_late_claim(&created) {
