@@ -113,6 +113,26 @@ fn initial(
     (nodes, placed, state)
 }
 
+/// Times `place_batch` of `pods` on a fresh copy of `state`: every pod
+/// must find a node.
+fn bench_placement(c: &mut Criterion, name: &str, state: &ClusterState, pods: &[Pod]) {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .throughput(Throughput::Elements(pods.len() as u64));
+    g.bench_function("indexed", |b| {
+        b.iter_batched(
+            || state.clone(),
+            |mut s| {
+                let r = s.place_batch(pods, &Options::default()).unwrap();
+                assert!(r.placements.iter().all(|p| p.node.is_some()));
+                black_box(r)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
 fn bench_indexed(
     c: &mut Criterion,
     name: &str,
@@ -123,21 +143,7 @@ fn bench_indexed(
 ) {
     let (_, _, state) = initial(n_nodes, init, make);
     let pods: Vec<Pod> = (0..measured).map(|i| make("sched-1", i)).collect();
-    let mut g = c.benchmark_group(name);
-    g.sample_size(10)
-        .throughput(Throughput::Elements(measured as u64));
-    g.bench_function("indexed", |b| {
-        b.iter_batched(
-            || state.clone(),
-            |mut s| {
-                let r = s.place_batch(&pods, &Options::default()).unwrap();
-                assert!(r.placements.iter().all(|p| p.node.is_some()));
-                black_box(r)
-            },
-            BatchSize::PerIteration,
-        )
-    });
-    g.finish();
+    bench_placement(c, name, &state, &pods);
 }
 
 /// Indexed vs brute force on the same (small) shape.
@@ -266,21 +272,7 @@ fn bench_dra(c: &mut Criterion, name: &str, n_nodes: usize, measured: usize) {
             .unwrap()
         })
         .collect();
-    let mut g = c.benchmark_group(name);
-    g.sample_size(10)
-        .throughput(Throughput::Elements(measured as u64));
-    g.bench_function("indexed", |b| {
-        b.iter_batched(
-            || state.clone(),
-            |mut s| {
-                let r = s.place_batch(&pods, &Options::default()).unwrap();
-                assert!(r.placements.iter().all(|p| p.node.is_some()));
-                black_box(r)
-            },
-            BatchSize::PerIteration,
-        )
-    });
-    g.finish();
+    bench_placement(c, name, &state, &pods);
 }
 
 fn benches(c: &mut Criterion) {

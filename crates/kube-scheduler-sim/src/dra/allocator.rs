@@ -311,27 +311,15 @@ pub(crate) fn allocate(
     node_name: &str,
     node_labels: &BTreeMap<String, String>,
 ) -> Result<Option<Vec<Allocation>>, String> {
-    let empty = Vec::new();
-    let pools = dra.node_pools.get(node as usize).unwrap_or(&empty);
-    let mut search = Search {
+    let mut search = Search::new(
         dra,
         claims,
         selectors,
         features,
-        pools,
+        node,
         node_name,
         node_labels,
-        all_devices: HashMap::new(),
-        matches: HashMap::new(),
-        allocating: HashMap::new(),
-        results: vec![Vec::new(); claims.len()],
-        chosen: HashMap::new(),
-        constraint_values: claims
-            .iter()
-            .map(|c| vec![(None, 0); c.constraints.len()])
-            .collect(),
-        consumed: HashMap::new(),
-    };
+    );
     // Count "all" devices first: an incomplete or invalid pool stops it.
     for (c, claim) in claims.iter().enumerate() {
         let mut total = 0usize;
@@ -374,7 +362,7 @@ pub(crate) fn allocate(
             .collect();
         return Ok(Some(allocations));
     }
-    if pools.iter().any(|p| p.invalid) {
+    if search.pools.iter().any(|p| p.invalid) {
         return Err("invalid resource pools were encountered".to_owned());
     }
     Ok(None)
@@ -430,6 +418,37 @@ impl AttributeValue {
 }
 
 impl<'s, 'a> Search<'s, 'a> {
+    /// A search over the pools the node with index `node` sees.
+    fn new(
+        dra: &'s Dra,
+        claims: &'s [PreparedClaim<'a>],
+        selectors: &'s Selectors,
+        features: DraFeatures,
+        node: u32,
+        node_name: &'s str,
+        node_labels: &'s BTreeMap<String, String>,
+    ) -> Self {
+        Search {
+            dra,
+            claims,
+            selectors,
+            features,
+            pools: dra.node_pools.get(node as usize).map_or(&[], Vec::as_slice),
+            node_name,
+            node_labels,
+            all_devices: HashMap::new(),
+            matches: HashMap::new(),
+            allocating: HashMap::new(),
+            results: vec![Vec::new(); claims.len()],
+            chosen: HashMap::new(),
+            constraint_values: claims
+                .iter()
+                .map(|c| vec![(None, 0); c.constraints.len()])
+                .collect(),
+            consumed: HashMap::new(),
+        }
+    }
+
     fn device(&self, at: DeviceRef) -> &'s Device {
         let devices = self.dra.slices[at.slice]
             .spec
@@ -1028,25 +1047,16 @@ pub(crate) fn supply(
     node_name: &str,
     node_labels: &BTreeMap<String, String>,
 ) -> Result<Vec<RequestSupply>, String> {
-    let empty = Vec::new();
-    let pools = dra.node_pools.get(node as usize).unwrap_or(&empty);
     let claims = std::slice::from_ref(claim);
-    let mut search = Search {
+    let mut search = Search::new(
         dra,
         claims,
         selectors,
         features,
-        pools,
+        node,
         node_name,
         node_labels,
-        all_devices: HashMap::new(),
-        matches: HashMap::new(),
-        allocating: HashMap::new(),
-        results: vec![Vec::new()],
-        chosen: HashMap::new(),
-        constraint_values: vec![vec![(None, 0); claim.constraints.len()]],
-        consumed: HashMap::new(),
-    };
+    );
     let mut out = Vec::new();
     for (r, request) in claim.requests.iter().enumerate() {
         for (a, alternative) in request.alternatives.iter().enumerate() {
