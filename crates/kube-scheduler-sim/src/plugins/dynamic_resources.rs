@@ -2,7 +2,7 @@
 //! dynamicresources`): a pod's ResourceClaims must be allocatable on the
 //! node. Claims already allocated pin the nodes their devices reach;
 //! the others are allocated node by node by the structured-parameters
-//! allocator ([`crate::dra::allocator`]). From 1.35 the plugin also
+//! allocator (the crate's `dra::allocator` module). From 1.35 the plugin also
 //! scores the `firstAvailable` alternative each node would get.
 
 use k8s_openapi::api::resource::v1::{
