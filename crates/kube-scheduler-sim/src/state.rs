@@ -354,6 +354,16 @@ impl ClusterState {
         Ok(())
     }
 
+    /// The ResourceClaims the state holds, in no particular order: those
+    /// given with [`ClusterState::set_dra`], and those placements made from
+    /// templates, each with the allocation and the consumers placements
+    /// recorded (DR.4).
+    pub fn resource_claims(
+        &self,
+    ) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::ResourceClaim> {
+        self.dra.claims.values()
+    }
+
     /// The devices of the ResourceSlices and how many allocated claims
     /// hold, per node and per DeviceClass (DR.3, DR.4).
     pub fn device_usage(&self) -> crate::DeviceUsage {

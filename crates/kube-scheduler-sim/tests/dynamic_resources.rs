@@ -415,3 +415,121 @@ fn a_template_claim_not_yet_created_is_made_from_its_template() {
         Some("0/2 nodes are available: pod \"default/q\": ResourceClaim not created yet.")
     );
 }
+
+mod properties {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use kube_scheduler_sim::{ClusterState, DraObjects, Options};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::{DRIVER, class, dra, node, pod_with_claims, slice};
+
+    /// GPU memory sizes in GiB per node, and per pod (count, whether it
+    /// asks for 40 GiB or more).
+    type Case = (Vec<Vec<u32>>, Vec<(i64, bool)>);
+
+    fn case() -> impl Strategy<Value = Case> {
+        (
+            prop::collection::vec(
+                prop::collection::vec(prop::sample::select(vec![16u32, 40, 80]), 0..5),
+                1..5,
+            ),
+            prop::collection::vec((1i64..4, any::<bool>()), 1..9),
+        )
+    }
+
+    fn objects(case: &Case) -> DraObjects {
+        let (nodes, pods) = case;
+        let slices: Vec<_> = nodes
+            .iter()
+            .enumerate()
+            .map(|(n, gpus)| {
+                let devices: Vec<_> = gpus
+                    .iter()
+                    .enumerate()
+                    .map(|(g, memory)| {
+                        json!({"name": format!("gpu-{g}"),
+                               "capacity": {"memory": {"value": format!("{memory}Gi")}}})
+                    })
+                    .collect();
+                slice(&format!("node-{n}"), json!(devices))
+            })
+            .collect();
+        let claims: Vec<_> = pods
+            .iter()
+            .enumerate()
+            .map(|(p, (count, big))| {
+                let mut exactly = json!({"deviceClassName": "gpu", "count": count});
+                if *big {
+                    exactly["selectors"] = json!([{"cel": {"expression":
+                        format!("device.capacity['{DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0")}}]);
+                }
+                super::claim(&format!("c-{p}"), json!([{"name": "gpus", "exactly": exactly}]))
+            })
+            .collect();
+        dra(&[class("gpu", None)], &claims, &slices)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Against a brute-force count of the devices: every placed pod's
+        /// claim holds its count of devices of its node that its selector
+        /// accepts, no device is held twice, and a pod left pending finds
+        /// on no node enough free devices it accepts.
+        #[test]
+        fn placements_allocate_distinct_matching_devices_and_pending_pods_find_too_few(case in case()) {
+            let (gpus, pods) = &case;
+            let nodes: Vec<_> = (0..gpus.len()).map(|n| node(&format!("node-{n}"), json!({}))).collect();
+            let mut state = ClusterState::new(&nodes, &[], &[], true);
+            state.set_dra(&objects(&case));
+            let pod_objects: Vec<_> = (0..pods.len())
+                .map(|p| pod_with_claims(&format!("p-{p}"), &[&format!("c-{p}")]))
+                .collect();
+            let batch = state.place_batch(&pod_objects, &Options::default()).unwrap();
+            let memory = |node: &str, device: &str| -> u32 {
+                let n: usize = node.trim_start_matches("node-").parse().unwrap();
+                let g: usize = device.trim_start_matches("gpu-").parse().unwrap();
+                gpus[n][g]
+            };
+            let claims: BTreeMap<String, _> = state
+                .resource_claims()
+                .map(|c| (c.metadata.name.clone().unwrap_or_default(), c))
+                .collect();
+            let mut held = BTreeSet::new();
+            for claim in claims.values() {
+                let results = claim.status.as_ref().and_then(|s| s.allocation.as_ref())
+                    .and_then(|a| a.devices.as_ref()).and_then(|d| d.results.clone()).unwrap_or_default();
+                for r in results {
+                    prop_assert!(held.insert((r.pool.clone(), r.device.clone())), "{} held twice", r.device);
+                }
+            }
+            for (p, placement) in batch.placements.iter().enumerate() {
+                let (count, big) = pods[p];
+                let claim = claims[&format!("c-{p}")];
+                let results = claim.status.as_ref().and_then(|s| s.allocation.as_ref())
+                    .and_then(|a| a.devices.as_ref()).and_then(|d| d.results.clone()).unwrap_or_default();
+                match &placement.node {
+                    Some(node) => {
+                        prop_assert_eq!(results.len() as i64, count);
+                        for r in &results {
+                            prop_assert_eq!(&r.pool, node);
+                            prop_assert!(!big || memory(node, &r.device) >= 40);
+                        }
+                    }
+                    None => {
+                        prop_assert!(results.is_empty());
+                        for (n, node_gpus) in gpus.iter().enumerate() {
+                            let pool = format!("node-{n}");
+                            let free = node_gpus.iter().enumerate()
+                                .filter(|(g, m)| (!big || **m >= 40) && !held.contains(&(pool.clone(), format!("gpu-{g}"))))
+                                .count() as i64;
+                            prop_assert!(free < count, "{} pending, but node-{} has {} free", placement.pod, n, free);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
