@@ -439,8 +439,7 @@ pub fn schedule_snapshot(
         .find(|p| is_target(p))
         .ok_or_else(|| ScheduleError::UnknownPod(format!("{namespace}/{name}")))?;
     let others: Vec<Pod> = pods.iter().filter(|p| !is_target(p)).cloned().collect();
-    let mut state =
-        ClusterState::from_snapshot(nodes, namespaces, &others, opts.merge_match_label_keys)?;
+    let mut state = ClusterState::for_options(nodes, namespaces, &others, opts)?;
     state.set_storage(storage);
     state.set_dra(dra);
     state.add_workloads(workloads);
@@ -520,8 +519,7 @@ pub fn schedule_all_snapshot(
         dra,
     } = *snapshot;
     opts.validate()?;
-    let mut state =
-        ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
+    let mut state = ClusterState::for_options(nodes, namespaces, pods, opts)?;
     state.set_storage(storage);
     state.set_dra(dra);
     state.add_workloads(workloads);

@@ -154,7 +154,6 @@ pub fn capacity(
     opts: &Options,
 ) -> Result<Capacity, ScheduleError> {
     opts.validate()?;
-    let mut state =
-        ClusterState::from_snapshot(nodes, namespaces, pods, opts.merge_match_label_keys)?;
+    let mut state = ClusterState::for_options(nodes, namespaces, pods, opts)?;
     state.capacity(pod, max, opts)
 }

@@ -104,7 +104,10 @@ pub fn diagnose(
     }
     let Some(rejection) = core.reasons[node as usize].clone() else {
         d.fits = true;
-        d.explanation = "the pod passes NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity and DynamicResources on this node".to_owned();
+        d.explanation = format!(
+            "the pod passes {} on this node",
+            filter_names(opts.kubernetes_version)
+        );
         return Some(d);
     };
     d.plugin = Some(rejection.plugin);
@@ -134,6 +137,10 @@ pub fn diagnose(
         }
         Plugin::VolumeBinding => {
             d.explanation = explain_volumes(state, &info, node, None);
+            return Some(d);
+        }
+        Plugin::NodeDeclaredFeatures => {
+            d.explanation = explain_declared_features(&info, entry, opts.kubernetes_version);
             return Some(d);
         }
         Plugin::DynamicResources => {
@@ -175,7 +182,8 @@ pub fn diagnose(
         // explained above.
         Plugin::NodeResourcesBalancedAllocation
         | Plugin::ImageLocality
-        | Plugin::DynamicResources => String::new(),
+        | Plugin::DynamicResources
+        | Plugin::NodeDeclaredFeatures => String::new(),
         Plugin::NodeAffinity => explain_node_affinity(pod, labels),
         Plugin::PodTopologySpread => {
             let constraints = info.spread.as_deref().unwrap_or_default();
@@ -383,6 +391,49 @@ fn explain_volumes(
             }
         }
     }
+}
+
+/// The filters of `version`'s default profile, as a list for a sentence
+/// (`A, B and C`).
+fn filter_names(version: crate::KubernetesVersion) -> String {
+    let names: Vec<String> = crate::plugins::profile_for(version)
+        .filters
+        .iter()
+        .map(|p| format!("{:?}", p.name()))
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+/// Which features the pod needs that the node does not declare (C.76).
+fn explain_declared_features(
+    info: &PodInfo,
+    node: &crate::state::NodeEntry,
+    version: crate::KubernetesVersion,
+) -> String {
+    use crate::node_features::declared_features;
+    let known = declared_features(&node.declared_features, version);
+    let missing: Vec<&str> = info
+        .required_features
+        .iter()
+        .map(|f| f.name())
+        .filter(|name| !known.contains(name))
+        .collect();
+    let declared = if node.declared_features.is_empty() {
+        "declares no features (status.declaredFeatures is empty)".to_owned()
+    } else {
+        format!(
+            "declares {} (status.declaredFeatures)",
+            node.declared_features.join(", ")
+        )
+    };
+    format!(
+        "the pod needs the node feature{} {}, and the node {declared}",
+        if missing.len() == 1 { "" } else { "s" },
+        missing.join(", ")
+    )
 }
 
 fn explain_ports(state: &ClusterState, info: &crate::pod_info::PodInfo, node: u32) -> String {

@@ -70,6 +70,7 @@ mod diagnose;
 mod dra;
 mod fast_hash;
 mod images;
+mod node_features;
 mod pair_counts;
 pub mod plugins;
 mod pod_info;

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
 use kube_validation::node_selector::{NodeTerm, RequiredNodeAffinity, parse_preferred};
 use kube_validation::{ParseError, namespace_or_default};
 
+use crate::KubernetesVersion;
 use crate::images::pod_images;
 use crate::ports::{HostPort, host_ports};
 use crate::resources::{QuantityProblem, Resources, pod_non_zero_requests, pod_requests};
@@ -157,6 +158,8 @@ pub struct PodInfo {
     pub(crate) uid: Option<String>,
     /// The DRA claims of `spec.resourceClaims` (DynamicResources, DR.1).
     pub(crate) claims: Vec<crate::dra::PodClaim>,
+    /// The node features the pod needs (C.76).
+    pub(crate) required_features: Vec<crate::node_features::RequiredFeature>,
 }
 
 impl PodInfo {
@@ -166,7 +169,9 @@ impl PodInfo {
     /// kube-scheduler's `PodInfo.Update` drops a whole term list when one of
     /// its terms is unparsable (derived from `getAffinityTerms`); the same is
     /// done here, and the error is kept so an *incoming* pod fails (C.16).
-    pub fn new(pod: &Pod) -> Self {
+    ///
+    /// Requests are counted as `version` counts them (C.75).
+    pub fn new(pod: &Pod, version: KubernetesVersion) -> Self {
         let meta = &pod.metadata;
         let namespace = namespace_or_default(meta.namespace.as_deref()).to_owned();
         let spec = pod.spec.as_ref();
@@ -288,14 +293,15 @@ impl PodInfo {
             has_spread_constraints,
             controller,
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
-            requests: pod_requests(pod),
+            requests: pod_requests(pod, version),
             host_ports: host_ports(pod),
             volumes: crate::volumes::PodVolumes::new(pod),
-            non_zero_requests: pod_non_zero_requests(pod).unwrap_or_default(),
+            non_zero_requests: pod_non_zero_requests(pod, version).unwrap_or_default(),
             images,
             container_count,
             uid: meta.uid.clone(),
             claims: crate::dra::pod_claims(pod),
+            required_features: crate::node_features::required_features(pod, version),
         }
     }
 

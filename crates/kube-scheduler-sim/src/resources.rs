@@ -13,6 +13,8 @@ use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use kube_validation::{Quantity, QuantityError, is_qualified_name};
 
+use crate::KubernetesVersion;
+
 /// `cpu`.
 pub const CPU: &str = "cpu";
 /// `memory`.
@@ -179,9 +181,14 @@ fn is_supported_pod_level_resource(name: &str) -> bool {
 ///   init-container need;
 /// - pod-level `spec.resources.requests` replace it for `cpu`, `memory` and
 ///   `hugepages-*`;
+/// - a pod resizing in place counts its allocated and actuated requests
+///   too, as `version` does (C.75);
 /// - `spec.overhead` is added.
-pub fn pod_request_list(pod: &Pod) -> Result<BTreeMap<String, Quantity>, QuantityProblem> {
-    request_list(pod, false)
+pub fn pod_request_list(
+    pod: &Pod,
+    version: KubernetesVersion,
+) -> Result<BTreeMap<String, Quantity>, QuantityProblem> {
+    request_list(pod, false, version)
 }
 
 /// `schedutil.DefaultMilliCPURequest`: 100m, the CPU a container without a
@@ -204,7 +211,8 @@ fn apply_non_missing(list: &mut List) {
 }
 
 /// Which requests of a container count (`containerSpecRequests`,
-/// `containerAllocatedRequests`, `containerActuatedRequests`).
+/// `containerAllocatedRequests`, `containerActuatedRequests` of 1.37,
+/// `determineEffectiveRequests` of 1.34–1.36).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
     /// `spec.containers[].resources.requests`.
@@ -216,6 +224,11 @@ enum Source {
     /// `allocatedResources`, else the spec's (none when the resize is
     /// infeasible).
     Actuated { infeasible: bool },
+    /// 1.34–1.36: a regular or restartable init container whose status
+    /// has `resources` counts, per resource, the largest of its spec's, its
+    /// `resources.requests` and its `allocatedResources` (the spec's left
+    /// out when the resize is infeasible); any other container its spec's.
+    LargestPerContainer { infeasible: bool },
 }
 
 /// A container's requests from `source`.
@@ -239,6 +252,29 @@ fn source_requests(
         Source::Spec => return container_requests(c, field),
         Source::Allocated { infeasible } => (true, false, infeasible),
         Source::Actuated { infeasible } => (true, true, infeasible),
+        Source::LargestPerContainer { infeasible } => {
+            let Some((found, resources)) =
+                status().and_then(|s| s.resources.as_ref().map(|r| (s, r)))
+            else {
+                return container_requests(c, field);
+            };
+            let mut list = if infeasible {
+                List::new()
+            } else {
+                container_requests(c, field)?
+            };
+            let actuated = parse_list(
+                resources.requests.as_ref(),
+                &format!("{status_field}.resources.requests"),
+            )?;
+            let allocated = parse_list(
+                found.allocated_resources.as_ref(),
+                &format!("{status_field}.allocatedResources"),
+            )?;
+            max_into(&mut list, &actuated);
+            max_into(&mut list, &allocated);
+            return Ok(list);
+        }
     };
     let found = status();
     if actuated
@@ -270,15 +306,18 @@ fn resize_infeasible(pod: &Pod) -> bool {
         .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
 }
 
-/// Whether any container status reports resources (an in-place resize
-/// may be under way).
+/// Whether any container status reports resources, or the pod's own
+/// status does: otherwise the allocated and actuated requests are the
+/// spec's and a resize changes nothing.
 fn reports_status_resources(pod: &Pod) -> bool {
     pod.status.as_ref().is_some_and(|s| {
-        s.container_statuses
-            .iter()
-            .flatten()
-            .chain(s.init_container_statuses.iter().flatten())
-            .any(|c| c.resources.is_some() || c.allocated_resources.is_some())
+        s.resources.is_some()
+            || s.allocated_resources.is_some()
+            || s.container_statuses
+                .iter()
+                .flatten()
+                .chain(s.init_container_statuses.iter().flatten())
+                .any(|c| c.resources.is_some() || c.allocated_resources.is_some())
     })
 }
 
@@ -307,8 +346,13 @@ fn aggregate(pod: &Pod, non_missing: bool, source: Source) -> Result<List, Quant
     let mut init_max = List::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         let field = format!("spec.initContainers[{i}]");
+        let restartable = c.restart_policy.as_deref() == Some("Always");
+        let source = match source {
+            Source::LargestPerContainer { .. } if !restartable => Source::Spec,
+            other => other,
+        };
         let own = with_defaults(source_requests(pod, c, &field, source)?);
-        let need = if c.restart_policy.as_deref() == Some("Always") {
+        let need = if restartable {
             add_into(&mut reqs, &own);
             add_into(&mut sidecars, &own);
             sidecars.clone()
@@ -323,40 +367,151 @@ fn aggregate(pod: &Pod, non_missing: bool, source: Source) -> Result<List, Quant
     Ok(reqs)
 }
 
-/// [`pod_request_list`], with `non_missing` the scoring variant
-/// (`NonMissingContainerRequests`: 100m CPU and 200 MiB for every container,
-/// init containers included, that lacks the key).
-///
-/// A pod whose container statuses report resources may be resizing in
-/// place (on by default in every supported release): its requests are,
-/// per resource, the largest of the spec's, the allocated and the actuated
-/// sums, or of the allocated and actuated sums alone when the resize is
-/// infeasible (`AggregateContainerRequests` with `UseStatusResources`,
-/// 1.37; C.75).
-fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(List::new());
+/// The pod's own `status.allocatedResources` and `status.resources.requests`
+/// when both are set (InPlacePodLevelResourcesVerticalScaling, on by
+/// default from 1.36).
+fn pod_status_lists(pod: &Pod) -> Result<Option<(List, List)>, QuantityProblem> {
+    let Some(status) = pod.status.as_ref() else {
+        return Ok(None);
     };
-    let mut reqs = aggregate(pod, non_missing, Source::Spec)?;
-    if reports_status_resources(pod) {
-        let infeasible = resize_infeasible(pod);
-        let allocated = aggregate(pod, non_missing, Source::Allocated { infeasible })?;
-        let actuated = aggregate(pod, non_missing, Source::Actuated { infeasible })?;
-        if infeasible {
-            reqs = List::new();
-        }
-        max_into(&mut reqs, &actuated);
-        max_into(&mut reqs, &allocated);
+    let (Some(allocated), Some(actuated)) = (
+        status.allocated_resources.as_ref(),
+        status.resources.as_ref().and_then(|r| r.requests.as_ref()),
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        parse_list(Some(allocated), "status.allocatedResources")?,
+        parse_list(Some(actuated), "status.resources.requests")?,
+    )))
+}
+
+/// The containers' requests of a pod that may be resizing in place (on by
+/// default in every supported release; C.75).
+///
+/// - 1.37 (`AggregateContainerRequests` with `UseStatusResources`): per
+///   resource, the largest of the spec's, the allocated and the actuated
+///   sums, or of the allocated and actuated sums alone when the resize is
+///   infeasible. The allocated and actuated sums are the pod's own
+///   `status.allocatedResources` and `status.resources.requests` when both
+///   are set.
+/// - 1.34–1.36: each container's largest of its three lists, summed.
+fn container_level(
+    pod: &Pod,
+    non_missing: bool,
+    version: KubernetesVersion,
+) -> Result<List, QuantityProblem> {
+    let infeasible = resize_infeasible(pod);
+    if version < KubernetesVersion::V1_37 {
+        let source = if reports_status_resources(pod) {
+            Source::LargestPerContainer { infeasible }
+        } else {
+            Source::Spec
+        };
+        return aggregate(pod, non_missing, source);
     }
+    if !infeasible && !reports_status_resources(pod) {
+        return aggregate(pod, non_missing, Source::Spec);
+    }
+    let (allocated, actuated) = match pod_status_lists(pod)? {
+        Some(lists) => lists,
+        None => (
+            aggregate(pod, non_missing, Source::Allocated { infeasible })?,
+            aggregate(pod, non_missing, Source::Actuated { infeasible })?,
+        ),
+    };
+    let mut reqs = if infeasible {
+        List::new()
+    } else {
+        aggregate(pod, non_missing, Source::Spec)?
+    };
+    max_into(&mut reqs, &actuated);
+    max_into(&mut reqs, &allocated);
+    Ok(reqs)
+}
+
+/// Pod-level requests (`spec.resources.requests`) replace the containers'
+/// for `cpu`, `memory` and `hugepages-*` when one of those is set. From
+/// 1.36 (InPlacePodLevelResourcesVerticalScaling) a pod whose
+/// `status.resources` is set counts, per resource, the largest of the
+/// spec's, `status.resources.requests` and `status.allocatedResources` (the
+/// spec's left out when the resize is infeasible): 1.36 for the resources
+/// the spec names (zero where the statuses lack one), 1.37 for every
+/// supported resource of the three.
+fn apply_pod_level(
+    reqs: &mut List,
+    pod: &Pod,
+    version: KubernetesVersion,
+) -> Result<(), QuantityProblem> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(());
+    };
     let pod_level = parse_list(
         spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
         "spec.resources.requests",
     )?;
-    for (name, q) in pod_level {
+    if !pod_level.keys().any(|n| is_supported_pod_level_resource(n)) {
+        return Ok(());
+    }
+    let status_resources = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resources.as_ref().map(|r| (s, r)));
+    let effective = match status_resources {
+        Some((status, resources)) if version >= KubernetesVersion::V1_36 => {
+            let mut effective = if resize_infeasible(pod) {
+                List::new()
+            } else {
+                pod_level.clone()
+            };
+            max_into(
+                &mut effective,
+                &parse_list(resources.requests.as_ref(), "status.resources.requests")?,
+            );
+            max_into(
+                &mut effective,
+                &parse_list(
+                    status.allocated_resources.as_ref(),
+                    "status.allocatedResources",
+                )?,
+            );
+            if version == KubernetesVersion::V1_36 {
+                pod_level
+                    .keys()
+                    .map(|n| {
+                        (
+                            n.clone(),
+                            effective.get(n).copied().unwrap_or(Quantity::ZERO),
+                        )
+                    })
+                    .collect()
+            } else {
+                effective
+            }
+        }
+        _ => pod_level,
+    };
+    for (name, q) in effective {
         if is_supported_pod_level_resource(&name) {
             reqs.insert(name, q);
         }
     }
+    Ok(())
+}
+
+/// [`pod_request_list`], with `non_missing` the scoring variant
+/// (`NonMissingContainerRequests`: 100m CPU and 200 MiB for every container,
+/// init containers included, that lacks the key).
+fn request_list(
+    pod: &Pod,
+    non_missing: bool,
+    version: KubernetesVersion,
+) -> Result<List, QuantityProblem> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(List::new());
+    };
+    let mut reqs = container_level(pod, non_missing, version)?;
+    apply_pod_level(&mut reqs, pod, version)?;
     add_into(
         &mut reqs,
         &parse_list(spec.overhead.as_ref(), "spec.overhead")?,
@@ -366,8 +521,8 @@ fn request_list(pod: &Pod, non_missing: bool) -> Result<List, QuantityProblem> {
 
 /// [`pod_request_list`] in kube-scheduler's units (`SetMaxResource` on an
 /// empty `Resource`: `pods` and unknown names are ignored).
-pub fn pod_requests(pod: &Pod) -> Result<Resources, QuantityProblem> {
-    pod_request_list(pod).map(|list| Resources::from_list(&list, false))
+pub fn pod_requests(pod: &Pod, version: KubernetesVersion) -> Result<Resources, QuantityProblem> {
+    pod_request_list(pod, version).map(|list| Resources::from_list(&list, false))
 }
 
 /// The CPU (millicores) and memory (bytes) kube-scheduler's resource scores
@@ -375,8 +530,11 @@ pub fn pod_requests(pod: &Pod) -> Result<Resources, QuantityProblem> {
 /// and `NodeInfo.NonZeroRequested` for the pods on a node): as
 /// [`pod_requests`], but a container (or init container) with no `cpu`
 /// or `memory` request key counts 100m / 200 MiB (C.42).
-pub fn pod_non_zero_requests(pod: &Pod) -> Result<(i64, i64), QuantityProblem> {
-    request_list(pod, true).map(|list| {
+pub fn pod_non_zero_requests(
+    pod: &Pod,
+    version: KubernetesVersion,
+) -> Result<(i64, i64), QuantityProblem> {
+    request_list(pod, true, version).map(|list| {
         let r = Resources::from_list(&list, false);
         (r.milli_cpu, r.memory)
     })
@@ -462,7 +620,41 @@ mod tests {
     }
 
     fn cpu(pod: &Pod) -> i64 {
-        pod_requests(pod).unwrap().milli_cpu
+        cpu_in(pod, KubernetesVersion::V1_37)
+    }
+
+    fn cpu_in(pod: &Pod, version: KubernetesVersion) -> i64 {
+        pod_requests(pod, version).unwrap().milli_cpu
+    }
+
+    /// Every release before 1.37 (same rules).
+    const PER_CONTAINER: [KubernetesVersion; 3] = [
+        KubernetesVersion::V1_34,
+        KubernetesVersion::V1_35,
+        KubernetesVersion::V1_36,
+    ];
+
+    /// A pod with pod-level `spec` requests, one container requesting 1
+    /// CPU, the pod's own `status.allocatedResources` and
+    /// `status.resources.requests`, and `PodResizePending` reason `pending`.
+    fn pod_level(
+        spec: serde_json::Value,
+        allocated: serde_json::Value,
+        actuated: serde_json::Value,
+        pending: Option<&str>,
+    ) -> Pod {
+        let conditions: Vec<serde_json::Value> = pending
+            .map(|reason| serde_json::json!({"type": "PodResizePending", "status": "True", "reason": reason}))
+            .into_iter()
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"resources": {"requests": spec},
+                "containers": [{"name": "c1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+            "status": {"allocatedResources": allocated, "resources": {"requests": actuated},
+                "conditions": conditions},
+        }))
+        .unwrap()
     }
 
     // TestPodResourceRequests, its "resized" cases with UseStatusResources
@@ -488,18 +680,123 @@ mod tests {
                 "resources": {"requests": {"cpu": "10m", "memory": "30M", "ephemeral-storage": "20G"}}}]},
         }))
         .unwrap();
-        let r = pod_requests(&pod).unwrap();
-        assert_eq!(
-            (r.milli_cpu, r.memory, r.ephemeral_storage),
-            (30, 30_000_000, 30_000_000_000)
+        for version in KubernetesVersion::ALL {
+            let r = pod_requests(&pod, version).unwrap();
+            assert_eq!(
+                (r.milli_cpu, r.memory, r.ephemeral_storage),
+                (30, 30_000_000, 30_000_000_000),
+                "{version}"
+            );
+        }
+    }
+
+    // TestPodResourceRequests, its "resized, restartable init container"
+    // cases (v0.36.3 and v0.37.2), and "resized, infeasible" in every
+    // release.
+    #[test]
+    fn every_release_counts_a_resizing_sidecar_and_an_infeasible_resize_alike() {
+        let sidecar = |pending: Option<&str>| -> Pod {
+            let mut pod = resizing(&[("restartable-init-1", "4", "", "2")], pending);
+            let spec = pod.spec.as_mut().unwrap();
+            let mut container = spec.containers.remove(0);
+            container.restart_policy = Some("Always".into());
+            spec.init_containers = Some(vec![container]);
+            let status = pod.status.as_mut().unwrap();
+            status.init_container_statuses = status.container_statuses.take();
+            pod
+        };
+        for version in KubernetesVersion::ALL {
+            assert_eq!(
+                cpu_in(&sidecar(Some("Infeasible")), version),
+                2000,
+                "{version}"
+            );
+            assert_eq!(cpu_in(&sidecar(None), version), 4000, "{version}");
+            let infeasible = resizing(&[("container-1", "4", "", "2")], Some("Infeasible"));
+            assert_eq!(cpu_in(&infeasible, version), 2000, "{version}");
+        }
+    }
+
+    // `determineEffectiveRequests` per container (component-helpers
+    // v0.36.3) against the sums of 1.37 (v0.37.2): only a pod whose
+    // containers resize in opposite directions tells them apart.
+    #[test]
+    fn before_1_37_each_container_counts_its_own_largest_list() {
+        let pod = resizing(&[("a", "2", "1", "1"), ("b", "1", "2", "2")], None);
+        for version in PER_CONTAINER {
+            assert_eq!(cpu_in(&pod, version), 4000, "{version}");
+        }
+        // Only a status with `resources` counts before 1.37: an allocation
+        // alone does not.
+        let allocated_only = resizing(&[("a", "1", "3", "")], None);
+        for version in PER_CONTAINER {
+            assert_eq!(cpu_in(&allocated_only, version), 1000, "{version}");
+        }
+        assert_eq!(cpu(&allocated_only), 3000);
+    }
+
+    // TestPodRequestsAndLimitsVerticalScalingWrappers, its pod-level cases
+    // (component-helpers v0.37.2); the same arithmetic in 1.36
+    // (`PodRequests`, v0.36.3); before 1.36 the pod-level status is not
+    // read (InPlacePodLevelResourcesVerticalScaling is off by default).
+    #[test]
+    fn pod_level_resize_counts_from_1_36() {
+        let populated = pod_level(
+            serde_json::json!({"cpu": "2"}),
+            serde_json::json!({"cpu": "3"}),
+            serde_json::json!({"cpu": "3.5"}),
+            None,
         );
+        let infeasible = pod_level(
+            serde_json::json!({"cpu": "10"}),
+            serde_json::json!({"cpu": "3"}),
+            serde_json::json!({"cpu": "4"}),
+            Some("Infeasible"),
+        );
+        for version in [KubernetesVersion::V1_36, KubernetesVersion::V1_37] {
+            assert_eq!(cpu_in(&populated, version), 3500, "{version}");
+            assert_eq!(cpu_in(&infeasible, version), 4000, "{version}");
+        }
+        for version in [KubernetesVersion::V1_34, KubernetesVersion::V1_35] {
+            assert_eq!(cpu_in(&populated, version), 2000, "{version}");
+            assert_eq!(cpu_in(&infeasible, version), 10_000, "{version}");
+        }
+    }
+
+    // Ours, from the two releases' `PodRequests`: 1.36 replaces only the
+    // resources the pod-level spec names, 1.37 every supported resource of
+    // the spec and the statuses.
+    #[test]
+    fn pod_level_resize_of_a_resource_the_spec_does_not_name() {
+        let pod = pod_level(
+            serde_json::json!({"cpu": "2"}),
+            serde_json::json!({"cpu": "2", "memory": "4Gi"}),
+            serde_json::json!({"cpu": "2", "memory": "4Gi"}),
+            None,
+        );
+        let memory = |version| pod_requests(&pod, version).unwrap().memory;
+        assert_eq!(memory(KubernetesVersion::V1_36), 1 << 30);
+        assert_eq!(memory(KubernetesVersion::V1_37), 4 << 30);
+    }
+
+    // Ours, from `containerAllocatedRequests` (v0.37.2): an infeasible
+    // resize of a pod without any status counts nothing; before 1.37 the
+    // spec counts.
+    #[test]
+    fn an_infeasible_resize_without_status_counts_nothing_from_1_37() {
+        let mut pod = resizing(&[("c", "4", "", "")], Some("Infeasible"));
+        pod.status.as_mut().unwrap().container_statuses = None;
+        assert_eq!(cpu(&pod), 0);
+        for version in PER_CONTAINER {
+            assert_eq!(cpu_in(&pod, version), 4000, "{version}");
+        }
     }
 
     // Ours: what 1.37 changed (C.75).
     #[test]
     fn resizes_in_opposite_directions_take_the_largest_sum_not_the_sum_of_largest() {
         // Sums: spec 3, allocated 3, actuated 3 (1.37); the per-container
-        // maximum of 1.34-1.36 would give 4.
+        // maximum of 1.34-1.36 gives 4.
         let pod = resizing(&[("a", "2", "1", "1"), ("b", "1", "2", "2")], None);
         assert_eq!(cpu(&pod), 3000);
     }

@@ -90,6 +90,9 @@ pub enum Plugin {
     InterPodAffinity,
     /// DynamicResources (DRA claims: allocation on the node, DR.1–DR.9).
     DynamicResources,
+    /// NodeDeclaredFeatures (the node features a pod needs, from 1.36;
+    /// C.76).
+    NodeDeclaredFeatures,
     /// NodeResourcesBalancedAllocation (score only).
     NodeResourcesBalancedAllocation,
     /// ImageLocality (score only).

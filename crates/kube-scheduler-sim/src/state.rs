@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
 
+use crate::KubernetesVersion;
 use crate::admission::apply_match_label_keys;
 use crate::fast_hash::IdMap;
 use crate::pod_info::{AffinityTerm, NamespaceScope, PodInfo};
@@ -97,6 +98,8 @@ pub(crate) struct NodeEntry {
     pub(crate) pairs: Vec<(u32, u32)>,
     /// Inline disks and attached CSI volumes of the pods here.
     pub(crate) volumes: NodeVolumes,
+    /// `status.declaredFeatures` as written (C.76).
+    pub(crate) declared_features: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -165,6 +168,9 @@ pub struct ClusterState {
     pub(crate) groups: [Vec<TermGroup>; 4],
     group_by_key: HashMap<(TermKind, i64, String), u32>,
     merge_match_label_keys: bool,
+    /// The release whose rules count pods' requests (C.75) and the node
+    /// features they need.
+    version: KubernetesVersion,
     /// Claims, volumes, classes and CSINodes (C.50–C.53).
     pub(crate) storage: Storage,
     /// DeviceClasses, ResourceClaims, templates and ResourceSlices (DR.1–DR.4).
@@ -195,19 +201,62 @@ impl ClusterState {
         merge_match_label_keys: bool,
     ) -> Self {
         // Non-strict: no error is returned.
-        Self::build(nodes, namespaces, pods, merge_match_label_keys, false).unwrap_or_default()
+        Self::build(
+            nodes,
+            namespaces,
+            pods,
+            merge_match_label_keys,
+            KubernetesVersion::LATEST,
+            false,
+        )
+        .unwrap_or_default()
     }
 
     /// [`ClusterState::new`], except that a quantity that does not parse (a
     /// node's `status.allocatable`, a bound pod's requests or overhead) is
     /// an error naming the object, the field and the text.
+    ///
+    /// Pods count their requests as the newest supported release does;
+    /// [`ClusterState::for_options`] follows the release of the options.
     pub fn from_snapshot(
         nodes: &[Node],
         namespaces: &[Namespace],
         pods: &[Pod],
         merge_match_label_keys: bool,
     ) -> Result<Self, StateError> {
-        Self::build(nodes, namespaces, pods, merge_match_label_keys, true)
+        Self::build(
+            nodes,
+            namespaces,
+            pods,
+            merge_match_label_keys,
+            KubernetesVersion::LATEST,
+            true,
+        )
+    }
+
+    /// [`ClusterState::from_snapshot`] as `opts` ask: their matchLabelKeys
+    /// merge, and their release's rules for what pods request (C.75) and
+    /// which node features they need. Evaluate the state with options of
+    /// the same release.
+    pub fn for_options(
+        nodes: &[Node],
+        namespaces: &[Namespace],
+        pods: &[Pod],
+        opts: &crate::Options,
+    ) -> Result<Self, StateError> {
+        Self::build(
+            nodes,
+            namespaces,
+            pods,
+            opts.merge_match_label_keys,
+            opts.kubernetes_version,
+            true,
+        )
+    }
+
+    /// The release whose rules the state counts pods with.
+    pub fn kubernetes_version(&self) -> KubernetesVersion {
+        self.version
     }
 
     fn build(
@@ -215,10 +264,12 @@ impl ClusterState {
         namespaces: &[Namespace],
         pods: &[Pod],
         merge_match_label_keys: bool,
+        version: KubernetesVersion,
         strict: bool,
     ) -> Result<Self, StateError> {
         let mut state = ClusterState {
             merge_match_label_keys,
+            version,
             ..Default::default()
         };
         for n in nodes {
@@ -348,6 +399,11 @@ impl ClusterState {
             used_ports: UsedPorts::default(),
             pairs,
             volumes: NodeVolumes::default(),
+            declared_features: node
+                .status
+                .as_ref()
+                .and_then(|s| s.declared_features.clone())
+                .unwrap_or_default(),
         });
         let added = &self.nodes[idx as usize];
         self.dra.add_node(&added.name, &added.labels);
@@ -440,9 +496,9 @@ impl ClusterState {
         if self.merge_match_label_keys {
             let mut p = pod.clone();
             apply_match_label_keys(&mut p);
-            PodInfo::new(&p)
+            PodInfo::new(&p, self.version)
         } else {
-            PodInfo::new(pod)
+            PodInfo::new(pod, self.version)
         }
     }
 

@@ -100,13 +100,19 @@ fn pod_json(
     if let Some(n) = node {
         spec["nodeName"] = json!(n);
     }
+    let mut status = json!({});
     if let Value::Object(m) = extra {
         for (k, v) in m {
-            spec[k] = v;
+            if k == "__status" {
+                status = v;
+            } else {
+                spec[k] = v;
+            }
         }
     }
     serde_json::from_value(
-        json!({"metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": spec}),
+        json!({"metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": spec, "status": status}),
     )
     .unwrap()
 }
@@ -149,9 +155,22 @@ fn incoming_extra() -> impl Strategy<Value = Value> {
         })
 }
 
-/// A node's cordon, taints and allocatable (the node-level filters).
+/// A node's cordon, taints, allocatable and declared features (the
+/// node-level filters).
 fn node_extra() -> impl Strategy<Value = Value> {
     (
+        prop::sample::select(vec![
+            vec![],
+            vec!["RestartAllContainersOnContainerExits"],
+            vec![
+                "ExtendWebSocketsToKubelet",
+                "UserNamespacesHostNetworkSupport",
+            ],
+            vec![
+                "RestartAllContainersOnContainerExits",
+                "UserNamespacesHostNetworkSupport",
+            ],
+        ]),
         prop::bool::weighted(0.15),
         prop::sample::select(vec!["", "NoExecute", "PreferNoSchedule"]),
         prop::option::weighted(
@@ -164,8 +183,11 @@ fn node_extra() -> impl Strategy<Value = Value> {
             ),
         ),
     )
-        .prop_map(|(cordoned, extra_taint, allocatable)| {
-            let mut v = json!({"spec": {}});
+        .prop_map(|(features, cordoned, extra_taint, allocatable)| {
+            let mut v = json!({"spec": {}, "status": {}});
+            if !features.is_empty() {
+                v["status"]["declaredFeatures"] = json!(features);
+            }
             if cordoned {
                 v["spec"]["unschedulable"] = json!(true);
             }
@@ -177,7 +199,7 @@ fn node_extra() -> impl Strategy<Value = Value> {
                 if let Some(g) = gpu {
                     a["example.com/gpu"] = json!(g.to_string());
                 }
-                v["status"] = json!({"allocatable": a});
+                v["status"]["allocatable"] = a;
             }
             v
         })
@@ -195,8 +217,10 @@ fn resources_extra() -> impl Strategy<Value = Value> {
         prop::option::weighted(0.3, (prop::sample::select(vec![80, 81]), prop::sample::select(vec!["", "10.0.0.1", "10.0.0.2", "0.0.0.0"]), prop::sample::select(vec!["", "TCP", "UDP"]))),
         prop::bool::weighted(0.15),
         prop::bool::weighted(0.1),
+        prop::option::weighted(0.3, resize_status()),
+        (prop::bool::weighted(0.15), prop::bool::weighted(0.1)),
     )
-        .prop_map(|(cpu, memory, gpu, inits, port, overhead, pod_level)| {
+        .prop_map(|(cpu, memory, gpu, inits, port, overhead, pod_level, resize, (restart_all, userns))| {
             let mut requests = json!({});
             if !cpu.is_empty() {
                 requests["cpu"] = json!(cpu);
@@ -208,6 +232,10 @@ fn resources_extra() -> impl Strategy<Value = Value> {
                 requests["example.com/gpu"] = json!("1");
             }
             let mut main = json!({"name": "main", "resources": {"requests": requests}});
+            if restart_all {
+                main["restartPolicyRules"] = json!([{"action": "RestartAllContainers",
+                    "exitCodes": {"operator": "In", "values": [1]}}]);
+            }
             if let Some((port, ip, proto)) = port {
                 let mut p = json!({"containerPort": 8080, "hostPort": port});
                 if !ip.is_empty() {
@@ -239,7 +267,59 @@ fn resources_extra() -> impl Strategy<Value = Value> {
             if pod_level {
                 v["resources"] = json!({"requests": {"cpu": "300m"}});
             }
+            if userns {
+                v["hostNetwork"] = json!(true);
+                v["hostUsers"] = json!(false);
+            }
+            if let Some(status) = resize {
+                v["__status"] = status;
+            }
             v
+        })
+}
+
+/// The status of a pod resizing in place (C.75): the allocated and
+/// actuated CPU of the main container and of the first init container,
+/// the pod's own, and a `PodResizePending` condition.
+fn resize_status() -> impl Strategy<Value = Value> {
+    let cpu = || prop::sample::select(vec!["", "100m", "700m", "1200m"]);
+    let container = |name: &'static str| {
+        (cpu(), cpu(), prop::bool::weighted(0.7)).prop_map(move |(allocated, actuated, present)| {
+            let mut status = json!({"name": name, "image": "x", "imageID": "", "ready": true,
+                "restartCount": 0});
+            if !allocated.is_empty() {
+                status["allocatedResources"] = json!({"cpu": allocated});
+            }
+            if !actuated.is_empty() {
+                status["resources"] = json!({"requests": {"cpu": actuated}});
+            }
+            present.then_some(status)
+        })
+    };
+    (
+        container("main"),
+        container("init0"),
+        prop::option::weighted(0.3, (cpu(), cpu())),
+        prop::sample::select(vec!["", "Infeasible", "Deferred"]),
+    )
+        .prop_map(|(main, init, pod, pending)| {
+            let mut status = json!({"containerStatuses": main.into_iter().collect::<Vec<_>>(),
+                "initContainerStatuses": init.into_iter().collect::<Vec<_>>()});
+            if let Some((allocated, actuated)) = pod {
+                if !allocated.is_empty() {
+                    status["allocatedResources"] = json!({"cpu": allocated});
+                }
+                status["resources"] = if actuated.is_empty() {
+                    json!({})
+                } else {
+                    json!({"requests": {"cpu": actuated}})
+                };
+            }
+            if !pending.is_empty() {
+                status["conditions"] = json!([{"type": "PodResizePending", "status": "True",
+                    "reason": pending}]);
+            }
+            status
         })
 }
 
@@ -429,7 +509,7 @@ proptest! {
     /// selected node are identical for both evaluators.
     #[test]
     fn indexed_evaluator_equals_brute_force_reference_on_random_clusters(c in cluster()) {
-        let state = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let state = ClusterState::for_options(&c.nodes, &c.namespaces, &c.pods, &c.opts).unwrap();
         let fast = state.evaluate(&c.incoming, &c.opts).unwrap();
         let slow = reference::evaluate(&c.nodes, &c.namespaces, &c.pods, &c.incoming, &c.opts);
         prop_assert_eq!(fast, slow);
@@ -439,7 +519,7 @@ proptest! {
     /// as they were (C.17).
     #[test]
     fn add_pod_then_remove_pod_restores_the_state(c in cluster(), node in 0..7usize) {
-        let mut state = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let mut state = ClusterState::for_options(&c.nodes, &c.namespaces, &c.pods, &c.opts).unwrap();
         let before = state.index_fingerprint();
         let probe = state.evaluate(&c.incoming, &c.opts).unwrap();
         let mut added = c.incoming.clone();
@@ -457,7 +537,7 @@ proptest! {
     /// list.
     #[test]
     fn batch_placement_equals_sequential_reference_placement(c in cluster(), replicas in 1..6usize) {
-        let mut state = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let mut state = ClusterState::for_options(&c.nodes, &c.namespaces, &c.pods, &c.opts).unwrap();
         let batch: Vec<Pod> = (0..replicas).map(|i| {
             let mut p = c.incoming.clone();
             p.metadata.name = Some(format!("r{i}"));
@@ -503,7 +583,7 @@ proptest! {
     /// reached, one more copy fits nowhere, with the reported reason.
     #[test]
     fn capacity_count_is_schedulable_and_one_more_copy_is_not(c in cluster(), max in 0..12usize) {
-        let fresh = ClusterState::new(&c.nodes, &c.namespaces, &c.pods, true);
+        let fresh = ClusterState::for_options(&c.nodes, &c.namespaces, &c.pods, &c.opts).unwrap();
         let mut state = fresh.clone();
         let cap = state.capacity(&c.incoming, max, &c.opts).unwrap();
         prop_assert_eq!(cap.copies.len(), cap.count);

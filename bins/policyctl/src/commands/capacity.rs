@@ -96,11 +96,11 @@ fn workload_pod(inventory: &Inventory, workload: &WorkloadRef) -> Result<Pod, Co
 /// default topology spreading uses.
 fn state(inventory: &Inventory) -> Result<ClusterState, String> {
     let cluster = Cluster::from_inventory(inventory);
-    let mut state = ClusterState::from_snapshot(
+    let mut state = ClusterState::for_options(
         &cluster.nodes,
         &cluster.namespaces,
         &cluster.pods,
-        Options::default().merge_match_label_keys,
+        &inventory.kubernetes.options(),
     )
     .map_err(|error| format!("cannot compute the capacity: {error}"))?;
     state.set_storage(&cluster.storage);

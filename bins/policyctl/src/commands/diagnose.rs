@@ -96,13 +96,10 @@ pub fn diagnose(
         })
         .cloned()
         .collect();
-    let mut state = ClusterState::from_snapshot(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &others,
-        options.merge_match_label_keys,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot diagnose pod {pod_ref}: {error}")))?;
+    let mut state =
+        ClusterState::for_options(&cluster.nodes, &cluster.namespaces, &others, options).map_err(
+            |error| CommandError::Input(format!("cannot diagnose pod {pod_ref}: {error}")),
+        )?;
     state.set_storage(&cluster.storage);
     state.set_dra(&cluster.dra);
     let mut incoming = pod.clone();

@@ -186,13 +186,11 @@ pub fn answers(
     };
     let cluster = Cluster::from_inventory(inventory);
     let options = inventory.kubernetes.options();
-    let mut state = ClusterState::from_snapshot(
-        &cluster.nodes,
-        &cluster.namespaces,
-        &cluster.pods,
-        options.merge_match_label_keys,
-    )
-    .map_err(|error| CommandError::Input(format!("cannot place maintenance jobs: {error}")))?;
+    let mut state =
+        ClusterState::for_options(&cluster.nodes, &cluster.namespaces, &cluster.pods, &options)
+            .map_err(|error| {
+                CommandError::Input(format!("cannot place maintenance jobs: {error}"))
+            })?;
     state.set_storage(&cluster.storage);
     state.set_dra(&cluster.dra);
     let mut out = Vec::new();

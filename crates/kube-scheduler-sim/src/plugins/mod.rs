@@ -11,7 +11,8 @@
 //! NodeName, TaintToleration, NodeAffinity (matching in
 //! [`kube_validation::node_selector`]), NodePorts, NodeResourcesFit,
 //! VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-//! PodTopologySpread, InterPodAffinity; then the scores of
+//! PodTopologySpread, InterPodAffinity, DynamicResources and, from 1.36,
+//! NodeDeclaredFeatures (1.37 runs NodeName first); then the scores of
 //! [`SCORE_WEIGHTS`].
 //!
 //! A new plugin is a module here implementing `SchedulerPlugin` (reason
@@ -28,6 +29,7 @@ pub mod helper;
 pub mod image_locality;
 pub(crate) mod inter_pod_affinity;
 pub mod node_affinity;
+pub mod node_declared_features;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced_allocation;
@@ -61,41 +63,49 @@ pub const SCORE_WEIGHTS: [(Plugin, i64); 8] = [
     (Plugin::ImageLocality, 1),
 ];
 
-/// The filters of 1.34–1.36, in `getDefaultPlugins`' order with
-/// DynamicResources inserted before DefaultPreemption (C.31, DR.1).
-static FILTERS_1_34: [&dyn SchedulerPlugin; 13] = [
+/// A default profile's filters: `first` and `second` (NodeUnschedulable
+/// and NodeName, in the release's order), the rest in `getDefaultPlugins`'
+/// order with DynamicResources inserted before DefaultPreemption (C.31,
+/// DR.1), then the plugins a release appends.
+macro_rules! default_filters {
+    ($first:expr, $second:expr $(, $appended:expr)*) => {
+        [
+            $first,
+            $second,
+            &taint_toleration::TaintToleration,
+            &node_affinity::NodeAffinityPlugin,
+            &node_ports::NodePorts,
+            &node_resources_fit::NodeResourcesFit,
+            &volume_restrictions::VolumeRestrictions,
+            &node_volume_limits::NodeVolumeLimits,
+            &volume_binding::VolumeBinding,
+            &volume_zone::VolumeZone,
+            &pod_topology_spread::PodTopologySpread,
+            &inter_pod_affinity::InterPodAffinity,
+            &dynamic_resources::DynamicResources,
+            $($appended,)*
+        ]
+    };
+}
+
+/// The filters of 1.34 and 1.35.
+static FILTERS_1_34: [&dyn SchedulerPlugin; 13] =
+    default_filters!(&node_unschedulable::NodeUnschedulable, &node_name::NodeName);
+
+/// The filters of 1.36: NodeDeclaredFeatures appended last (C.76).
+static FILTERS_1_36: [&dyn SchedulerPlugin; 14] = default_filters!(
     &node_unschedulable::NodeUnschedulable,
     &node_name::NodeName,
-    &taint_toleration::TaintToleration,
-    &node_affinity::NodeAffinityPlugin,
-    &node_ports::NodePorts,
-    &node_resources_fit::NodeResourcesFit,
-    &volume_restrictions::VolumeRestrictions,
-    &node_volume_limits::NodeVolumeLimits,
-    &volume_binding::VolumeBinding,
-    &volume_zone::VolumeZone,
-    &pod_topology_spread::PodTopologySpread,
-    &inter_pod_affinity::InterPodAffinity,
-    &dynamic_resources::DynamicResources,
-];
+    &node_declared_features::NodeDeclaredFeatures
+);
 
 /// The filters of 1.37: NodeName now runs before NodeUnschedulable
 /// (C.31, DR.10).
-static FILTERS_1_37: [&dyn SchedulerPlugin; 13] = [
+static FILTERS_1_37: [&dyn SchedulerPlugin; 14] = default_filters!(
     &node_name::NodeName,
     &node_unschedulable::NodeUnschedulable,
-    &taint_toleration::TaintToleration,
-    &node_affinity::NodeAffinityPlugin,
-    &node_ports::NodePorts,
-    &node_resources_fit::NodeResourcesFit,
-    &volume_restrictions::VolumeRestrictions,
-    &node_volume_limits::NodeVolumeLimits,
-    &volume_binding::VolumeBinding,
-    &volume_zone::VolumeZone,
-    &pod_topology_spread::PodTopologySpread,
-    &inter_pod_affinity::InterPodAffinity,
-    &dynamic_resources::DynamicResources,
-];
+    &node_declared_features::NodeDeclaredFeatures
+);
 
 /// The scores of 1.34: DynamicResources has no Score yet.
 static SCORES_1_34: [(&dyn SchedulerPlugin, i64); 7] = [
@@ -137,6 +147,11 @@ static PROFILE_1_35: Profile = Profile {
     scores: &SCORES_1_35,
 };
 
+static PROFILE_1_36: Profile = Profile {
+    filters: &FILTERS_1_36,
+    scores: &SCORES_1_35,
+};
+
 static PROFILE_1_37: Profile = Profile {
     filters: &FILTERS_1_37,
     scores: &SCORES_1_35,
@@ -155,11 +170,12 @@ pub fn score_weights(version: KubernetesVersion) -> Vec<(Plugin, i64)> {
 
 /// kube-scheduler's default profile of a release (`getDefaultPlugins`
 /// with the feature gates on by default): filters in order, scores with
-/// their weights (C.21, C.31, DR.1, DR.8, DR.10).
+/// their weights (C.21, C.31, C.76, DR.1, DR.8, DR.10).
 pub(crate) fn profile_for(version: KubernetesVersion) -> &'static Profile {
     match version {
         KubernetesVersion::V1_34 => &PROFILE_1_34,
-        KubernetesVersion::V1_35 | KubernetesVersion::V1_36 => &PROFILE_1_35,
+        KubernetesVersion::V1_35 => &PROFILE_1_35,
+        KubernetesVersion::V1_36 => &PROFILE_1_36,
         KubernetesVersion::V1_37 => &PROFILE_1_37,
     }
 }
@@ -210,6 +226,19 @@ mod tests {
                 })
                 .collect();
             assert_eq!(listed, want, "{version}");
+        }
+    }
+
+    #[test]
+    fn node_declared_features_filters_last_from_1_36() {
+        for version in KubernetesVersion::ALL {
+            let last = profile_for(version).filters.last().map(|p| p.name());
+            let want = if version >= KubernetesVersion::V1_36 {
+                Plugin::NodeDeclaredFeatures
+            } else {
+                Plugin::DynamicResources
+            };
+            assert_eq!(last, Some(want), "{version}");
         }
     }
 

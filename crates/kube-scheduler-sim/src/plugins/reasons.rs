@@ -6,8 +6,9 @@
 use crate::result::{Code, Failure, Plugin, Rejection};
 
 use super::{
-    inter_pod_affinity, node_affinity, node_name, node_ports, node_unschedulable,
-    node_volume_limits, pod_topology_spread, volume_binding, volume_restrictions, volume_zone,
+    inter_pod_affinity, node_affinity, node_declared_features, node_name, node_ports,
+    node_unschedulable, node_volume_limits, pod_topology_spread, volume_binding,
+    volume_restrictions, volume_zone,
 };
 
 /// Why a node was rejected: the first failing plugin, kube-scheduler's
@@ -51,11 +52,13 @@ pub enum Reason {
     VolumePvNotExist,
     /// C.53: a bound PV's zone or region does not match.
     VolumeZoneConflict,
+    /// C.76: the node does not declare a feature the pod needs.
+    NodeDeclaredFeaturesUnmatched,
 }
 
 impl Reason {
     /// Every reason, in the default profile's filter order.
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 19] = [
         Reason::NodeUnschedulable,
         Reason::NodeNameMismatch,
         Reason::NodeAffinityEnforced,
@@ -74,6 +77,7 @@ impl Reason {
         Reason::AffinityRules,
         Reason::AntiAffinityRules,
         Reason::ExistingAntiAffinityRules,
+        Reason::NodeDeclaredFeaturesUnmatched,
     ];
 
     /// kube-scheduler's message, the reporting plugin's own string.
@@ -97,6 +101,7 @@ impl Reason {
             Reason::VolumeBindConflict => volume_binding::BIND_CONFLICT,
             Reason::VolumePvNotExist => volume_binding::PV_NOT_EXIST,
             Reason::VolumeZoneConflict => volume_zone::REASON,
+            Reason::NodeDeclaredFeaturesUnmatched => node_declared_features::REASON,
         }
     }
 
@@ -116,6 +121,7 @@ impl Reason {
             | Reason::VolumeBindConflict
             | Reason::VolumePvNotExist => Plugin::VolumeBinding,
             Reason::VolumeZoneConflict => Plugin::VolumeZone,
+            Reason::NodeDeclaredFeaturesUnmatched => Plugin::NodeDeclaredFeatures,
             Reason::AffinityRules
             | Reason::AntiAffinityRules
             | Reason::ExistingAntiAffinityRules => Plugin::InterPodAffinity,

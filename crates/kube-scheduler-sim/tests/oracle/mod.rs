@@ -573,10 +573,13 @@ pub fn evaluate_all(
                 self_match,
             )
         };
-        match reason {
+        match reason
+            .map(Reason::failure)
+            .or_else(|| missing_node_features(&incoming, n, opts.kubernetes_version))
+        {
             None => res.feasible.push(name),
-            Some(r) => {
-                res.unschedulable.insert(name, r.failure());
+            Some(f) => {
+                res.unschedulable.insert(name, f);
             }
         }
     }
@@ -739,7 +742,7 @@ pub fn evaluate_all(
         }
     };
     // NodeResourcesFit LeastAllocated (C.42), with the non-zero defaults.
-    let pod_non_zero = non_zero_units(&incoming);
+    let pod_non_zero = non_zero_units(&incoming, opts.kubernetes_version);
     let node_resources_fit = unnormalised(
         scored
             .iter()
@@ -747,7 +750,7 @@ pub fn evaluate_all(
                 let (cap_cpu, cap_mem) = allocatable_cpu_memory(n);
                 let used = on(n)
                     .iter()
-                    .map(|p| non_zero_units(p))
+                    .map(|p| non_zero_units(p, opts.kubernetes_version))
                     .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
                 let mut parts = Vec::new();
                 for (req, cap) in [
@@ -772,7 +775,7 @@ pub fn evaluate_all(
             .collect(),
     );
     // NodeResourcesBalancedAllocation (C.43), actual requests.
-    let want = requested_units(&incoming);
+    let want = requested_units(&incoming, opts.kubernetes_version);
     let want_cpu = want.get("cpu").copied().unwrap_or(0);
     let want_mem = want.get("memory").copied().unwrap_or(0);
     let node_resources_balanced_allocation = if want_cpu == 0 && want_mem == 0 {
@@ -789,7 +792,12 @@ pub fn evaluate_all(
                     let used = |name: &str| -> i64 {
                         on(n)
                             .iter()
-                            .map(|p| requested_units(p).get(name).copied().unwrap_or(0))
+                            .map(|p| {
+                                requested_units(p, opts.kubernetes_version)
+                                    .get(name)
+                                    .copied()
+                                    .unwrap_or(0)
+                            })
                             .sum()
                     };
                     let f =
@@ -1625,6 +1633,38 @@ fn failure(plugin: Plugin, code: Code, reasons: Vec<String>) -> Failure {
 /// The filters that look at the node alone (and the pods bound to it), in
 /// the default profile's order, except NodeAffinity which sits between
 /// TaintToleration and NodePorts and is checked here too.
+/// NodeDeclaredFeatures (from 1.36, the last filter): a pod with a
+/// `RestartAllContainers` restart rule, or on the host network without host
+/// users, needs the node to list the feature in `status.declaredFeatures`.
+fn missing_node_features(pod: &Pod, node: &Node, version: KubernetesVersion) -> Option<Failure> {
+    if version < KubernetesVersion::V1_36 {
+        return None;
+    }
+    let spec = pod.spec.clone().unwrap_or_default();
+    let restart_all = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .flat_map(|c| c.restart_policy_rules.iter().flatten())
+        .any(|r| r.action == "RestartAllContainers");
+    let host_network_userns = spec.host_network == Some(true) && spec.host_users == Some(false);
+    let declared = node
+        .status
+        .as_ref()
+        .and_then(|s| s.declared_features.clone())
+        .unwrap_or_default();
+    let has = |f: &str| declared.iter().any(|d| d == f);
+    let lacking = (restart_all && !has("RestartAllContainersOnContainerExits"))
+        || (host_network_userns && !has("UserNamespacesHostNetworkSupport"));
+    lacking.then(|| {
+        failure(
+            Plugin::NodeDeclaredFeatures,
+            Code::UnschedulableAndUnresolvable,
+            vec!["node(s) didn't match Pod's required features".into()],
+        )
+    })
+}
+
 fn node_level_failure(
     pod: &Pod,
     node: &Node,
@@ -1720,7 +1760,7 @@ fn node_level_failure(
     if on_node.len() as i64 + 1 > alloc("pods") {
         reasons.push("Too many pods".to_owned());
     }
-    let want = requested_units(pod);
+    let want = requested_units(pod, version);
     if want.values().any(|v| *v != 0) || want.keys().any(|k| is_scalar(k)) {
         let mut names: Vec<&String> = want.keys().collect();
         let rank = |n: &str| match n {
@@ -1737,7 +1777,7 @@ fn node_level_failure(
             }
             let used: i64 = on_node
                 .iter()
-                .map(|p| requested_units(p).get(name).copied().unwrap_or(0))
+                .map(|p| requested_units(p, version).get(name).copied().unwrap_or(0))
                 .sum();
             let cap = alloc(name);
             if w > cap - used {
@@ -1814,93 +1854,214 @@ fn to_units(name: &str, nanos: i128) -> i64 {
 }
 
 /// The pod's effective request per resource kube-scheduler counts, written
-/// resource by resource from the sidecar KEP's formula.
-fn requested_units(pod: &Pod) -> BTreeMap<String, i64> {
-    units(pod, false)
+/// resource by resource from the sidecar KEP's formula, with the in-place
+/// resize rules of `version`.
+fn requested_units(pod: &Pod, version: KubernetesVersion) -> BTreeMap<String, i64> {
+    units(pod, false, version)
 }
 
 /// CPU and memory as the resource scores count them: a container without
 /// the request key counts 100m CPU / 200 MiB.
-fn non_zero_units(pod: &Pod) -> (i64, i64) {
-    let u = units(pod, true);
+fn non_zero_units(pod: &Pod, version: KubernetesVersion) -> (i64, i64) {
+    let u = units(pod, true, version);
     (
         u.get("cpu").copied().unwrap_or(0),
         u.get("memory").copied().unwrap_or(0),
     )
 }
 
-fn units(pod: &Pod, defaults: bool) -> BTreeMap<String, i64> {
+type Nanos = BTreeMap<String, i128>;
+
+fn nanos_of(
+    list: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+) -> Nanos {
+    list.into_iter()
+        .flatten()
+        .map(|(k, q)| (k.clone(), Quantity::parse(&q.0).map_or(0, |q| q.nanos())))
+        .collect()
+}
+
+/// Per resource, the largest value of any list that has it.
+fn largest(lists: &[&Nanos]) -> Nanos {
+    let mut out = Nanos::new();
+    for list in lists {
+        for (k, v) in *list {
+            let e = out.entry(k.clone()).or_insert(*v);
+            *e = (*e).max(*v);
+        }
+    }
+    out
+}
+
+/// Which request list of each container a sum reads.
+#[derive(Clone, Copy, PartialEq)]
+enum View {
+    Spec,
+    Allocated,
+    Actuated,
+    /// Before 1.37: a regular or sidecar container whose status has
+    /// `resources` counts the largest of its three lists.
+    Largest,
+}
+
+/// The sidecar KEP's sum of one view of the containers' lists, resource by
+/// resource; a container list without `cpu` (`memory`) counts the scoring
+/// default when `defaults`.
+fn kep_sum(pod: &Pod, defaults: bool, view: View, infeasible: bool) -> Nanos {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let statuses: Vec<k8s_openapi::api::core::v1::ContainerStatus> = pod
+        .status
+        .iter()
+        .flat_map(|s| {
+            s.container_statuses
+                .iter()
+                .flatten()
+                .chain(s.init_container_statuses.iter().flatten())
+        })
+        .cloned()
+        .collect();
+    let list_of = |c: &k8s_openapi::api::core::v1::Container, sidecar_or_regular: bool| -> Nanos {
+        let own = nanos_of(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
+        let status = statuses.iter().find(|s| s.name == c.name);
+        let allocated = status.and_then(|s| s.allocated_resources.as_ref());
+        let actuated = status
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref());
+        let mut list = match view {
+            View::Spec => own,
+            View::Allocated => match allocated {
+                Some(a) => nanos_of(Some(a)),
+                None if infeasible => Nanos::new(),
+                None => own,
+            },
+            View::Actuated => match (actuated, allocated) {
+                (Some(a), _) | (None, Some(a)) => nanos_of(Some(a)),
+                (None, None) if infeasible => Nanos::new(),
+                (None, None) => own,
+            },
+            View::Largest => match status.and_then(|s| s.resources.as_ref()) {
+                Some(r) if sidecar_or_regular => {
+                    let empty = Nanos::new();
+                    let spec_part = if infeasible { &empty } else { &own };
+                    largest(&[
+                        spec_part,
+                        &nanos_of(r.requests.as_ref()),
+                        &nanos_of(allocated),
+                    ])
+                }
+                _ => own,
+            },
+        };
+        if defaults {
+            list.entry("cpu".into()).or_insert(100_000_000);
+            list.entry("memory".into())
+                .or_insert(200 * 1024 * 1024 * 1_000_000_000);
+        }
+        list
+    };
+    let inits: Vec<_> = spec.init_containers.clone().unwrap_or_default();
+    let is_sidecar =
+        |c: &k8s_openapi::api::core::v1::Container| c.restart_policy.as_deref() == Some("Always");
+    let regular: Vec<Nanos> = spec.containers.iter().map(|c| list_of(c, true)).collect();
+    let init_lists: Vec<Nanos> = inits.iter().map(|c| list_of(c, is_sidecar(c))).collect();
+    let mut names = BTreeSet::new();
+    for l in regular.iter().chain(&init_lists) {
+        names.extend(l.keys().cloned());
+    }
+    let mut out = Nanos::new();
+    for name in names {
+        let get = |l: &Nanos| l.get(&name).copied().unwrap_or(0);
+        let mut total: i128 = regular.iter().map(get).sum::<i128>()
+            + inits
+                .iter()
+                .zip(&init_lists)
+                .filter(|(c, _)| is_sidecar(c))
+                .map(|(_, l)| get(l))
+                .sum::<i128>();
+        for (i, l) in init_lists.iter().enumerate() {
+            let before: i128 = inits[..i]
+                .iter()
+                .zip(&init_lists)
+                .filter(|(c, _)| is_sidecar(c))
+                .map(|(_, l)| get(l))
+                .sum();
+            total = total.max(get(l) + before);
+        }
+        out.insert(name, total);
+    }
+    out
+}
+
+fn units(pod: &Pod, defaults: bool, version: KubernetesVersion) -> BTreeMap<String, i64> {
     let Some(spec) = pod.spec.as_ref() else {
         return BTreeMap::new();
     };
-    let req = |c: &k8s_openapi::api::core::v1::Container, name: &str| -> i128 {
-        let found = c
-            .resources
-            .as_ref()
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get(name));
-        match (found, name) {
-            (None, "cpu") if defaults => 100_000_000,
-            (None, "memory") if defaults => 200 * 1024 * 1024 * 1_000_000_000,
-            _ => found.map_or(0, |q| Quantity::parse(&q.0).map_or(0, |q| q.nanos())),
-        }
-    };
-    let inits: Vec<_> = spec.init_containers.clone().unwrap_or_default();
-    let mut names = BTreeSet::new();
-    let all_lists = spec
-        .containers
+    let status = pod.status.clone().unwrap_or_default();
+    let infeasible = status
+        .conditions
         .iter()
-        .chain(inits.iter())
-        .filter_map(|c| c.resources.as_ref().and_then(|r| r.requests.clone()))
-        .chain(spec.overhead.clone())
-        .chain(spec.resources.as_ref().and_then(|r| r.requests.clone()));
-    for list in all_lists {
-        names.extend(list.into_keys());
-    }
-    if defaults && (!spec.containers.is_empty() || !inits.is_empty()) {
-        names.insert("cpu".to_owned());
-        names.insert("memory".to_owned());
-    }
-    let mut out = BTreeMap::new();
-    for name in names {
-        if !(name == "cpu" || name == "memory" || name == "ephemeral-storage" || is_scalar(&name)) {
-            continue;
-        }
-        let sidecar = |c: &&k8s_openapi::api::core::v1::Container| {
-            c.restart_policy.as_deref() == Some("Always")
+        .flatten()
+        .find(|c| c.type_ == "PodResizePending")
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"));
+    let pod_allocated = status.allocated_resources.as_ref();
+    let pod_actuated = status.resources.as_ref().and_then(|r| r.requests.as_ref());
+    // The containers.
+    let mut totals = if version >= KubernetesVersion::V1_37 {
+        let (allocated, actuated) = match (pod_allocated, pod_actuated) {
+            (Some(a), Some(b)) => (nanos_of(Some(a)), nanos_of(Some(b))),
+            _ => (
+                kep_sum(pod, defaults, View::Allocated, infeasible),
+                kep_sum(pod, defaults, View::Actuated, infeasible),
+            ),
         };
-        let mut total: i128 = spec.containers.iter().map(|c| req(c, &name)).sum::<i128>()
-            + inits
-                .iter()
-                .filter(sidecar)
-                .map(|c| req(c, &name))
-                .sum::<i128>();
-        for (i, c) in inits.iter().enumerate() {
-            let before: i128 = inits[..i]
-                .iter()
-                .filter(sidecar)
-                .map(|c| req(c, &name))
-                .sum();
-            total = total.max(req(c, &name) + before);
+        let spec_sum = if infeasible {
+            Nanos::new()
+        } else {
+            kep_sum(pod, defaults, View::Spec, infeasible)
+        };
+        largest(&[&spec_sum, &allocated, &actuated])
+    } else {
+        kep_sum(pod, defaults, View::Largest, infeasible)
+    };
+    // Pod-level requests.
+    let supported = |n: &str| n == "cpu" || n == "memory" || n.starts_with("hugepages-");
+    let pod_level = nanos_of(spec.resources.as_ref().and_then(|r| r.requests.as_ref()));
+    if pod_level.keys().any(|n| supported(n)) {
+        let resized = status.resources.is_some() && version >= KubernetesVersion::V1_36;
+        let effective = if resized {
+            let empty = Nanos::new();
+            let spec_part = if infeasible { &empty } else { &pod_level };
+            let all = largest(&[spec_part, &nanos_of(pod_actuated), &nanos_of(pod_allocated)]);
+            if version >= KubernetesVersion::V1_37 {
+                all
+            } else {
+                pod_level
+                    .keys()
+                    .map(|k| (k.clone(), all.get(k).copied().unwrap_or(0)))
+                    .collect()
+            }
+        } else {
+            pod_level
+        };
+        for (k, v) in effective {
+            if supported(&k) {
+                totals.insert(k, v);
+            }
         }
-        let pod_level = spec
-            .resources
-            .as_ref()
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get(&name))
-            .filter(|_| name == "cpu" || name == "memory" || name.starts_with("hugepages-"));
-        if let Some(q) = pod_level {
-            total = Quantity::parse(&q.0).map_or(0, |q| q.nanos());
-        }
-        total += spec
-            .overhead
-            .as_ref()
-            .and_then(|o| o.get(&name))
-            .map_or(0, |q| Quantity::parse(&q.0).map_or(0, |q| q.nanos()));
-        let units = to_units(&name, total);
-        out.insert(name, units);
     }
-    out
+    for (k, v) in nanos_of(spec.overhead.as_ref()) {
+        *totals.entry(k).or_insert(0) += v;
+    }
+    totals
+        .into_iter()
+        .filter(|(name, _)| {
+            name == "cpu" || name == "memory" || name == "ephemeral-storage" || is_scalar(name)
+        })
+        .map(|(name, total)| {
+            let u = to_units(&name, total);
+            (name, u)
+        })
+        .collect()
 }
 
 fn prefilter_summary(nodes: usize, message: &str) -> String {

@@ -356,8 +356,11 @@ pub async fn run_seed(
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &scenario.namespace);
     let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), &scenario.namespace);
-    let mut sim = ClusterState::new(&created_nodes, &[namespace], &[], true);
     let options = super::options();
+    let mut sim = ClusterState::for_options(&created_nodes, &[namespace], &[], &options)
+        .unwrap_or_else(|error| {
+            panic!("DRA seed {seed}: the simulator refused the cluster: {error}")
+        });
     tally.seeds += 1;
     for (pod, pod_claims) in &scenario.pending {
         let name = pod.metadata.name.clone().unwrap_or_default();

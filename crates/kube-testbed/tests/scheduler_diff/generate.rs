@@ -204,6 +204,42 @@ pub fn cluster(seed: u64) -> Cluster {
     }
 }
 
+/// Node features for the releases whose scheduler filters on them (1.36
+/// and later, C.76): some nodes declare `RestartAllContainersOnContainerExits`
+/// (or only a feature no pod needs), and some pending pods get a
+/// `RestartAllContainers` restart rule, which needs it. A stream of its own
+/// leaves every other draw of the seed as it was.
+pub fn declare_node_features(cluster: &mut Cluster, seed: u64) {
+    const RESTART_ALL: &str = "RestartAllContainersOnContainerExits";
+    let mut rng = Rng::new(seed ^ 0x0dec_1a7e_0000_0000);
+    for node in &mut cluster.nodes {
+        let declared: &[&str] = match rng.below(4) {
+            0 => &[RESTART_ALL],
+            1 => &["ExtendWebSocketsToKubelet", RESTART_ALL],
+            2 => &["ExtendWebSocketsToKubelet"],
+            _ => &[],
+        };
+        if let Some(status) = node.status.as_mut()
+            && !declared.is_empty()
+        {
+            status.declared_features = Some(declared.iter().map(|f| (*f).to_owned()).collect());
+        }
+    }
+    for pod in &mut cluster.pending {
+        if !rng.chance(30) {
+            continue;
+        }
+        let Some(main) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) else {
+            continue;
+        };
+        main.restart_policy = Some("Never".into());
+        main.restart_policy_rules = Some(vec![from_json(json!({
+            "action": "RestartAllContainers",
+            "exitCodes": {"operator": "In", "values": [1]},
+        }))]);
+    }
+}
+
 fn from_json<T: k8s_openapi::serde::de::DeserializeOwned>(value: Value) -> T {
     match serde_json::from_value(value.clone()) {
         Ok(object) => object,
@@ -798,7 +834,8 @@ mod tests {
                 node_ratios.insert(a.memory / a.milli_cpu.max(1));
             }
             for pod in c.existing.iter().chain(&c.pending) {
-                let r = pod_requests(pod).unwrap_or_default();
+                let r = pod_requests(pod, kube_scheduler_sim::KubernetesVersion::LATEST)
+                    .unwrap_or_default();
                 if r.milli_cpu > 0 && r.memory > 0 {
                     pod_ratios.insert(r.memory / r.milli_cpu);
                 }

@@ -47,6 +47,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube_scheduler_sim::plugins::node_declared_features;
 use kube_scheduler_sim::{
     ClusterState, KubernetesVersion, Options, Plugin, ScheduleResult, StorageObjects, Workloads,
 };
@@ -232,6 +233,9 @@ struct Tally {
     unschedulable: u64,
     /// Decisions about pods on a late-binding claim: (bound, pending).
     late: (u64, u64),
+    /// Decisions about pods that need a node feature (C.76), and the node
+    /// verdicts of those decisions that NodeDeclaredFeatures rejected.
+    node_features: (u64, u64),
     agreed: u64,
     /// The capacity comparison ([`capacity`]).
     capacity: capacity::CapacityTally,
@@ -430,7 +434,10 @@ async fn run_seed(
     tally: &mut Tally,
     mismatches: &mut Vec<String>,
 ) {
-    let cluster = generate::cluster(seed);
+    let mut cluster = generate::cluster(seed);
+    if options().kubernetes_version >= KubernetesVersion::V1_36 {
+        generate::declare_node_features(&mut cluster, seed);
+    }
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let nodes: Api<Node> = Api::all(client.clone());
     let post = PostParams::default();
@@ -478,7 +485,8 @@ async fn run_seed(
         Ok(list) => list.items,
         Err(error) => panic!("listing namespaces: {error}"),
     };
-    let mut sim = ClusterState::new(&created_nodes, &all_namespaces, &existing, true);
+    let mut sim = ClusterState::for_options(&created_nodes, &all_namespaces, &existing, &options())
+        .unwrap_or_else(|error| panic!("seed {seed}: the simulator refused the cluster: {error}"));
     sim.add_workloads(&Workloads {
         services: created_services.clone(),
         ..Default::default()
@@ -517,6 +525,16 @@ async fn run_seed(
         let want = expected(&result, &created);
         let real = decision(&api, &name).await;
         tally.decisions += 1;
+        if !node_declared_features::required_features(&created, options.kubernetes_version)
+            .is_empty()
+        {
+            tally.node_features.0 += 1;
+            tally.node_features.1 += result
+                .unschedulable
+                .values()
+                .filter(|f| f.plugin == Plugin::NodeDeclaredFeatures)
+                .count() as u64;
+        }
         if generate::mounts_late_claim(&created) {
             match real {
                 Real::Bound(_) => tally.late.0 += 1,
@@ -791,6 +809,10 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         tally.agreed,
         mismatches.len(),
         started.elapsed().as_secs_f64()
+    );
+    println!(
+        "node features (1.36 and later): {} decisions about pods needing one, {} node verdicts from NodeDeclaredFeatures",
+        tally.node_features.0, tally.node_features.1
     );
     println!(
         "late binding (WaitForFirstConsumer claims): {} decisions, {} on a node, {} pending",
