@@ -60,22 +60,34 @@ impl ClusterState {
     /// nominated pods (C.71, `RunFilterPluginsWithNominatedPods`): on a
     /// node with pods nominated to it whose priority is at least the pod's
     /// (other than the pod itself), the filters run first with those pods
-    /// added, and a node they reject keeps that rejection; the other nodes
-    /// are filtered and scored without them.
+    /// added — only the pods nominated to that node (`addGENominatedPods`)
+    /// — and a node they reject keeps that rejection; the other nodes are
+    /// filtered and scored without them.
     pub(crate) fn core_eval(&self, pod: &Pod, info: &PodInfo, opts: &Options) -> CoreEval {
+        let profile = profile_for(opts.kubernetes_version);
         let ahead = self.nominated_ahead_of(pod);
         if ahead.is_empty() {
-            return evaluate(self, profile_for(opts.kubernetes_version), info, opts);
+            return evaluate(self, profile, info, opts);
         }
-        let mut with = self.clone();
-        with.nominated.clear();
+        let mut by_node: BTreeMap<u32, Vec<&Pod>> = BTreeMap::new();
         for p in ahead {
-            // A nominated pod that cannot be added (its quantities do not
-            // parse) is left out, as for bound pods.
-            let _ = with.add_pod(p);
+            let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if let Some(index) = node.and_then(|n| self.node_index(n)) {
+                by_node.entry(index).or_default().push(p);
+            }
         }
-        let profile = profile_for(opts.kubernetes_version);
-        let rejected = evaluate(&with, profile, info, opts).reasons;
+        let mut rejected = vec![None; self.nodes.len()];
+        for (index, pods) in by_node {
+            let mut with = self.clone();
+            with.nominated.clear();
+            for p in pods {
+                // A nominated pod that cannot be added (its quantities do
+                // not parse) is left out, as for bound pods.
+                let _ = with.add_pod(p);
+            }
+            let mut reasons = evaluate(&with, profile, info, opts).reasons;
+            rejected[index as usize] = reasons.swap_remove(index as usize);
+        }
         evaluate_masked(self, profile, info, opts, Some(&rejected))
     }
 

@@ -224,14 +224,11 @@ impl ClusterState {
         pods: &[Pod],
         merge_match_label_keys: bool,
     ) -> Result<Self, StateError> {
-        Self::build(
-            nodes,
-            namespaces,
-            pods,
+        let opts = crate::Options {
             merge_match_label_keys,
-            KubernetesVersion::LATEST,
-            true,
-        )
+            ..Default::default()
+        };
+        Self::for_options(nodes, namespaces, pods, &opts)
     }
 
     /// [`ClusterState::from_snapshot`] as `opts` ask: their matchLabelKeys

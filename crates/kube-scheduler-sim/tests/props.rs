@@ -384,6 +384,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             0..8usize,
             prop::option::weighted(0.6, affinity()),
             prop::bool::weighted(0.15),
+            (prop::bool::weighted(0.2), prop::sample::select(vec![0, 10])),
         ),
         0..10,
     );
@@ -401,7 +402,14 @@ fn cluster() -> impl Strategy<Value = Cluster> {
     );
     let node_extras = prop::collection::vec(node_extra(), 7);
     let pod_extras = prop::collection::vec(resources_extra(), 10);
-    let incoming_extras = (resources_extra(), tolerations_extra());
+    let incoming_extras = (
+        resources_extra(),
+        tolerations_extra(),
+        (
+            prop::option::weighted(0.2, 0..8usize),
+            prop::sample::select(vec![0, 10]),
+        ),
+    );
     (
         nodes,
         ns_labels,
@@ -453,7 +461,7 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             let pods = existing
                 .into_iter()
                 .enumerate()
-                .map(|(i, (labels, ns, node, aff, terminating))| {
+                .map(|(i, (labels, ns, node, aff, terminating, (nominated, priority)))| {
                     // index n (and above) = a node that does not exist (ignored, 0.1)
                     let node_name = if node < n {
                         format!("n{node}")
@@ -464,10 +472,15 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                         format!("e{i}"),
                         ns,
                         labels,
-                        Some(node_name),
+                        (!nominated).then(|| node_name.clone()),
                         aff.unwrap_or(Value::Null),
                         pod_extras[i].clone(),
                     );
+                    // A pending pod nominated to its node holds room there (C.71).
+                    if nominated {
+                        p.status.get_or_insert_default().nominated_node_name = Some(node_name);
+                    }
+                    p.spec.get_or_insert_default().priority = Some(priority);
                     if terminating {
                         p.metadata.deletion_timestamp =
                             Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
@@ -479,10 +492,15 @@ fn cluster() -> impl Strategy<Value = Cluster> {
             if let Some(p) = extra.as_object_mut().and_then(|m| m.remove("__pref")) {
                 aff["nodeAffinity"] = json!({"preferredDuringSchedulingIgnoredDuringExecution": p});
             }
-            let (resources, tolerations) = incoming_extras;
+            let (resources, tolerations, (nominated, priority)) = incoming_extras;
             merge(&mut extra, resources);
             merge(&mut extra, tolerations);
-            let incoming = pod_json("incoming".into(), ns, labels, None, aff, extra);
+            let mut incoming = pod_json("incoming".into(), ns, labels, None, aff, extra);
+            incoming.spec.get_or_insert_default().priority = Some(priority);
+            if let Some(node) = nominated {
+                incoming.status.get_or_insert_default().nominated_node_name =
+                    Some(format!("n{node}"));
+            }
             let opts = Options {
                 hard_pod_affinity_weight: opts.0,
                 ignore_preferred_terms_of_existing_pods: opts.1,

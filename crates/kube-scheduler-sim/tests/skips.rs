@@ -179,3 +179,35 @@ fn a_nominated_pod_takes_its_nominated_node_first() {
     let batch = schedule_all(&two_nodes(), &[], &pods, &Options::default()).unwrap();
     assert_eq!(batch.placements[0].node.as_deref(), Some("n2"));
 }
+
+// `addGENominatedPods` (framework/runtime/framework.go, v1.37.2) adds only
+// the pods nominated to the node being filtered. Two zones, nothing placed,
+// one pod nominated to each zone's node: counting both would even the
+// zones out and let the incoming pod onto n1; counting only n1's leaves
+// zone z1 one ahead, and a second pod there would break maxSkew 1.
+#[test]
+fn only_the_pods_nominated_to_a_node_hold_room_on_it() {
+    let nodes = vec![
+        node("n1", &[("kubernetes.io/hostname", "n1"), ("zone", "z1")]),
+        node("n2", &[("kubernetes.io/hostname", "n2"), ("zone", "z2")]),
+    ];
+    let spread = |priority: i32| {
+        json!({"priority": priority, "topologySpreadConstraints": [{"maxSkew": 1,
+            "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}}}]})
+    };
+    let web = [("app", "web")];
+    let pods = vec![
+        nominated(pod("app", "held-1", &web, None, spread(100)), "n1"),
+        nominated(pod("app", "held-2", &web, None, spread(100)), "n2"),
+        pod("app", "low", &web, None, spread(5)),
+    ];
+    let r = schedule(&nodes, &[], &pods, "app", "low", &Options::default()).unwrap();
+    assert_eq!(r.feasible, Vec::<String>::new(), "{r:?}");
+    assert_eq!(
+        r.unschedulable["n1"].message,
+        "node(s) didn't match pod topology spread constraints"
+    );
+    let reference = oracle::evaluate(&nodes, &[], &pods[..2], &pods[2], &Options::default());
+    assert_eq!(reference.feasible, r.feasible);
+}

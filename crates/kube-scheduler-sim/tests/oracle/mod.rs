@@ -335,6 +335,12 @@ pub fn evaluate_with_storage(
 }
 
 /// [`evaluate`] with workloads and storage objects.
+///
+/// Pending pods nominated to a node (C.71) hold their room: a node with
+/// such pods of at least the incoming pod's priority (not the pod itself)
+/// is filtered first with only those pods bound to it, and rejected when
+/// that fails; everything else is evaluated without them. A nominated
+/// incoming pod takes its nominated node when that node passes.
 pub fn evaluate_all(
     nodes: &[Node],
     namespaces: &[Namespace],
@@ -343,6 +349,96 @@ pub fn evaluate_all(
     storage: &StorageObjects,
     incoming: &Pod,
     opts: &Options,
+) -> ScheduleResult {
+    let node_known = |name: &str| nodes.iter().any(|n| node_name(n) == name);
+    let nominated_to = |p: &Pod| -> Option<String> {
+        let spec = p.spec.as_ref()?;
+        let tried = spec.node_name.as_deref().unwrap_or_default().is_empty()
+            && spec
+                .scheduler_name
+                .as_deref()
+                .unwrap_or("default-scheduler")
+                == "default-scheduler"
+            && spec
+                .scheduling_gates
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+            && p.metadata.deletion_timestamp.is_none();
+        let node = p.status.as_ref()?.nominated_node_name.clone()?;
+        (tried && !node.is_empty() && node_known(&node)).then_some(node)
+    };
+    let priority = |p: &Pod| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+    let key = |p: &Pod| (ns_of(p), p.metadata.name.clone().unwrap_or_default());
+    let bound: Vec<Pod> = pods
+        .iter()
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty())
+        })
+        .cloned()
+        .collect();
+    let mut mask: BTreeMap<String, Failure> = BTreeMap::new();
+    for n in nodes {
+        let name = node_name(n);
+        let ahead: Vec<Pod> = pods
+            .iter()
+            .filter(|p| nominated_to(p).as_deref() == Some(name))
+            .filter(|p| priority(p) >= priority(incoming) && key(p) != key(incoming))
+            .map(|p| {
+                let mut held = p.clone();
+                if let Some(spec) = held.spec.as_mut() {
+                    spec.node_name = Some(name.to_owned());
+                }
+                held
+            })
+            .collect();
+        if ahead.is_empty() || mask.contains_key(name) {
+            continue;
+        }
+        let mut with = bound.clone();
+        with.extend(ahead);
+        let held = evaluate_unnominated(
+            nodes,
+            namespaces,
+            &with,
+            workloads,
+            storage,
+            incoming,
+            opts,
+            &BTreeMap::new(),
+        );
+        if let Some(f) = held.unschedulable.get(name) {
+            mask.insert(name.to_owned(), f.clone());
+        }
+    }
+    let mut res = evaluate_unnominated(
+        nodes, namespaces, &bound, workloads, storage, incoming, opts, &mask,
+    );
+    if let Some(node) = nominated_to(incoming)
+        && res.error.is_none()
+        && res.feasible.contains(&node)
+    {
+        res.selected = Some(node.clone());
+        res.nominated_node = Some(node);
+    }
+    res
+}
+
+/// [`evaluate_all`] over bound pods only, with the nodes of `mask`
+/// rejected as given.
+#[allow(clippy::too_many_arguments)]
+fn evaluate_unnominated(
+    nodes: &[Node],
+    namespaces: &[Namespace],
+    pods: &[Pod],
+    workloads: &Workloads,
+    storage: &StorageObjects,
+    incoming: &Pod,
+    opts: &Options,
+    mask: &BTreeMap<String, Failure>,
 ) -> ScheduleResult {
     let mut seen = BTreeSet::new();
     let nodes: Vec<&Node> = nodes
@@ -523,6 +619,10 @@ pub fn evaluate_all(
 
     for n in &nodes {
         let name = node_name(n).to_owned();
+        if let Some(f) = mask.get(&name) {
+            res.unschedulable.insert(name, f.clone());
+            continue;
+        }
         let l = node_labels(n);
         let on_node: Vec<&Pod> = pods
             .iter()
