@@ -176,6 +176,13 @@ pub(crate) fn evaluate_masked(
             .or_else(|| filters.iter().find_map(|f| f(node)));
     }
     drop(filters);
+    // A Filter error on any node fails the whole attempt; the first node's
+    // in node order stands for kube-scheduler's first to report.
+    if let Some(error) = out.reasons.iter().flatten().find_map(Rejection::as_error) {
+        out.error = Some(error.to_owned());
+        out.reasons = vec![None; n];
+        return out;
+    }
     let feasible = out.reasons.iter().filter(|r| r.is_none()).count();
     let scored: Vec<u32> = if opts.score_all_nodes {
         (0..n as u32).collect()

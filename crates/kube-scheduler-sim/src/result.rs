@@ -109,13 +109,17 @@ pub enum Code {
 }
 
 /// kube-scheduler's reasons of a [`Rejection`]: one fixed message (no
-/// allocation, the common case) or several built from the node.
+/// allocation, the common case) or several built from the node; or a
+/// scheduling error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reasons {
     /// One fixed message.
     One(&'static str),
     /// Several, or built at run time (a taint, a resource).
     Many(Vec<String>),
+    /// A Filter's `Error` status: the whole scheduling attempt fails with
+    /// this message, whatever the other nodes say.
+    Error(String),
 }
 
 /// Why a node was rejected: the `Status` of the first failing plugin, with
@@ -150,11 +154,30 @@ impl Rejection {
         }
     }
 
+    /// A Filter's `Error` status (`running "<plugin>" filter plugin:
+    /// <error>`), which stops the scheduling attempt.
+    pub(crate) fn error(plugin: Plugin, error: String) -> Self {
+        Self {
+            plugin,
+            code: Code::UnschedulableAndUnresolvable,
+            reasons: Reasons::Error(format!("running \"{plugin:?}\" filter plugin: {error}")),
+        }
+    }
+
+    /// The scheduling error this stands for, if it is one.
+    pub(crate) fn as_error(&self) -> Option<&str> {
+        match &self.reasons {
+            Reasons::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The first reason (the only one for most plugins).
     pub(crate) fn first(&self) -> &str {
         match &self.reasons {
             Reasons::One(r) => r,
             Reasons::Many(list) => list.first().map_or("", String::as_str),
+            Reasons::Error(e) => e,
         }
     }
 
@@ -164,6 +187,7 @@ impl Rejection {
         match &self.reasons {
             Reasons::One(r) => vec![(*r).to_owned()],
             Reasons::Many(list) => list.clone(),
+            Reasons::Error(e) => vec![e.clone()],
         }
     }
 

@@ -318,10 +318,44 @@ fn all_mode_takes_every_matching_device_and_refuses_an_incomplete_pool() {
     let result = state
         .evaluate(&pod_with_claims("p", &["all"]), &Options::default())
         .unwrap();
+    // An allocator error other than an invalid pool fails the attempt
+    // (`statusError` in the plugin's Filter, v1.37.2).
     assert_eq!(
-        result.unschedulable["node-1"].message,
-        "claim default/all, request gpus: asks for all devices, but resource pool gpu.example.com/node-1 is currently being updated"
+        result.error.as_deref(),
+        Some(
+            "running \"DynamicResources\" filter plugin: claim default/all, request gpus: asks for all devices, but resource pool gpu.example.com/node-1 is currently being updated"
+        )
     );
+    assert!(result.feasible.is_empty() && result.unschedulable.is_empty());
+}
+
+// `Filter` (dynamicresources.go, v1.37.2): a CEL runtime error is not an
+// `ErrFailedAllocationOnNode`, so the plugin returns an Error status and
+// kube-scheduler aborts the attempt, even when another node would fit.
+#[test]
+fn a_cel_runtime_error_on_one_node_fails_the_whole_attempt() {
+    let objects = dra(
+        &[class(
+            "gpu",
+            Some("device.attributes[\"gpu.example.com\"].model == \"a100\" || device.attributes[\"gpu.example.com\"].vendor == \"x\""),
+        )],
+        &[claim("one", json!([exactly("gpus", "gpu", 1)]))],
+        &two_gpu_slices(),
+    );
+    let mut state = state(&two_nodes(), &objects);
+    let pod = pod_with_claims("p", &["one"]);
+    let result = state.evaluate(&pod, &Options::default()).unwrap();
+    let error = result.error.unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "running \"DynamicResources\" filter plugin: class gpu: selector #0 on device gpu.example.com/node-1/gpu-0: CEL runtime error: "
+        ),
+        "{error}"
+    );
+    assert_eq!(result.selected, None);
+    let placed = state.place(&pod, &Options::default()).unwrap();
+    assert_eq!(placed.node, None);
+    assert_eq!(placed.reason.as_deref(), Some(error.as_str()));
 }
 
 #[test]

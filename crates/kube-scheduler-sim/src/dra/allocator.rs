@@ -299,9 +299,25 @@ struct DeviceRef {
     device: usize,
 }
 
-/// Allocate `claims` on the node with index `node` (`Allocate`): `Ok(None)`
-/// when no set of devices satisfies them all, `Err` with kube-scheduler's
-/// text when a claim or class cannot be evaluated.
+/// What [`allocate`] found on a node, short of an error.
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    /// One allocation per claim, in order.
+    Allocated(Vec<Allocation>),
+    /// No set of devices satisfies every claim.
+    NoFit,
+    /// No set fits, and a pool the node sees is invalid: upstream's
+    /// `ErrFailedAllocationOnNode`, which rejects this node only.
+    InvalidPools,
+}
+
+/// The text of [`Attempt::InvalidPools`].
+pub(crate) const INVALID_POOLS: &str = "invalid resource pools were encountered";
+
+/// Allocate `claims` on the node with index `node` (`Allocate`). `Err`
+/// carries kube-scheduler's text when a claim or class cannot be evaluated
+/// (a CEL runtime error, say): an error that fails the whole scheduling
+/// attempt, not only this node.
 pub(crate) fn allocate(
     dra: &Dra,
     claims: &[PreparedClaim<'_>],
@@ -310,7 +326,7 @@ pub(crate) fn allocate(
     node: u32,
     node_name: &str,
     node_labels: &BTreeMap<String, String>,
-) -> Result<Option<Vec<Allocation>>, String> {
+) -> Result<Attempt, String> {
     let mut search = Search::new(
         dra,
         claims,
@@ -360,12 +376,12 @@ pub(crate) fn allocate(
                 devices: devices.clone(),
             })
             .collect();
-        return Ok(Some(allocations));
+        return Ok(Attempt::Allocated(allocations));
     }
     if search.pools.iter().any(|p| p.invalid) {
-        return Err("invalid resource pools were encountered".to_owned());
+        return Ok(Attempt::InvalidPools);
     }
-    Ok(None)
+    Ok(Attempt::NoFit)
 }
 
 /// The state of one search.

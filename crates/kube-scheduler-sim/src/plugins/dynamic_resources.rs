@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_validation::node_selector::NodeSelectorMatcher;
 
-use crate::dra::allocator::{self, Allocation, PreparedClaim, Selectors};
+use crate::dra::allocator::{self, Allocation, Attempt, PreparedClaim, Selectors};
 use crate::dra::{ClaimSource, DraFeatures};
 use crate::plugins::helper::default_normalize;
 use crate::pod_info::PodInfo;
@@ -201,10 +201,18 @@ fn prepare<'a>(
     )))
 }
 
+/// Why Filter refuses a node.
+enum Refusal {
+    /// The node does not fit (the reason).
+    Node(String),
+    /// The claims cannot be evaluated at all: the attempt fails.
+    Error(String),
+}
+
 impl Prepared<'_> {
     /// Filter: `Ok(allocations)` of the claims to allocate when the node
-    /// fits, else the rejection reason.
-    fn filter(&self, state: &ClusterState, node: u32) -> Result<Vec<Allocation>, String> {
+    /// fits, else why not.
+    fn filter(&self, state: &ClusterState, node: u32) -> Result<Vec<Allocation>, Refusal> {
         let entry = &state.nodes[node as usize];
         let unavailable = self
             .pinned
@@ -221,13 +229,16 @@ impl Prepared<'_> {
                 &entry.name,
                 &entry.labels,
             ) {
-                Ok(Some(found)) => allocations = found,
-                Ok(None) => return Err(CANNOT_ALLOCATE.to_owned()),
-                Err(error) => return Err(error),
+                Ok(Attempt::Allocated(found)) => allocations = found,
+                Ok(Attempt::NoFit) => return Err(Refusal::Node(CANNOT_ALLOCATE.to_owned())),
+                Ok(Attempt::InvalidPools) => {
+                    return Err(Refusal::Node(allocator::INVALID_POOLS.to_owned()));
+                }
+                Err(error) => return Err(Refusal::Error(error)),
             }
         }
         if unavailable {
-            return Err(NOT_AVAILABLE.to_owned());
+            return Err(Refusal::Node(NOT_AVAILABLE.to_owned()));
         }
         Ok(allocations)
     }
@@ -251,9 +262,15 @@ impl SchedulerPlugin for DynamicResources {
             Err(Stop::AllNodes(reason)) => PreFilter::AllNodes(rejection(reason)),
             Err(Stop::Error(error)) => PreFilter::Error(error),
             Ok(None) => PreFilter::Skip,
-            Ok(Some((_, prepared))) => PreFilter::Filter(Box::new(move |node| {
-                prepared.filter(state, node).err().map(rejection)
-            })),
+            Ok(Some((_, prepared))) => {
+                PreFilter::Filter(Box::new(move |node| match prepared.filter(state, node) {
+                    Ok(_) => None,
+                    Err(Refusal::Node(reason)) => Some(rejection(reason)),
+                    Err(Refusal::Error(error)) => {
+                        Some(Rejection::error(Plugin::DynamicResources, error))
+                    }
+                }))
+            }
         }
     }
 
@@ -443,9 +460,10 @@ pub(crate) fn explain(
             &entry.labels,
         );
         match attempt {
-            Ok(Some(_)) => {}
+            Ok(Attempt::Allocated(_)) => {}
+            Ok(Attempt::InvalidPools) => parts.push(allocator::INVALID_POOLS.to_owned()),
             Err(error) => parts.push(error),
-            Ok(None) => {
+            Ok(Attempt::NoFit) => {
                 let supply = allocator::supply(
                     &state.dra,
                     claim,
