@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube_validation::set_selector_misses;
 use serde::{Deserialize, Serialize};
 
-use crate::plugins::node_resources_fit::{Insufficient, fits_request};
+use crate::plugins::node_resources_fit::{Insufficient, fits_request_delegating};
 use crate::plugins::node_unschedulable::UNSCHEDULABLE_TAINT_KEY;
 use crate::plugins::pod_topology_spread::spread_prefilter;
 use crate::plugins::{
@@ -126,12 +126,22 @@ pub fn diagnose(
         }
         Plugin::NodeResourcesFit => {
             if let (Ok(requests), Some(allocatable)) = (&info.requests, &entry.allocatable) {
-                d.explanation =
-                    fits_request(requests, allocatable, &entry.requested, entry.pod_count)
-                        .iter()
-                        .map(Insufficient::explain)
-                        .collect::<Vec<_>>()
-                        .join("; ");
+                let delegated = crate::plugins::node_resources_fit::delegated_resources(
+                    state,
+                    requests,
+                    opts.kubernetes_version,
+                );
+                d.explanation = fits_request_delegating(
+                    requests,
+                    allocatable,
+                    &entry.requested,
+                    entry.pod_count,
+                    &delegated,
+                )
+                .iter()
+                .map(Insufficient::explain)
+                .collect::<Vec<_>>()
+                .join("; ");
             }
             return Some(d);
         }

@@ -158,6 +158,9 @@ pub struct PodInfo {
     pub(crate) uid: Option<String>,
     /// The DRA claims of `spec.resourceClaims` (DynamicResources, DR.1).
     pub(crate) claims: Vec<crate::dra::PodClaim>,
+    /// Per container, when one requests a DRA extended resource name: the
+    /// requests DynamicResources may serve with devices (DR.11).
+    pub(crate) extended: Option<Vec<crate::dra::extended::ContainerRequests>>,
     /// The node features the pod needs (C.76).
     pub(crate) required_features: Vec<crate::node_features::RequiredFeature>,
 }
@@ -301,6 +304,7 @@ impl PodInfo {
             container_count,
             uid: meta.uid.clone(),
             claims: crate::dra::pod_claims(pod),
+            extended: crate::dra::extended::pod_requests(pod),
             required_features: crate::node_features::required_features(pod, version),
         }
     }

@@ -337,7 +337,9 @@ fn a_cel_runtime_error_on_one_node_fails_the_whole_attempt() {
     let objects = dra(
         &[class(
             "gpu",
-            Some("device.attributes[\"gpu.example.com\"].model == \"a100\" || device.attributes[\"gpu.example.com\"].vendor == \"x\""),
+            Some(
+                "device.attributes[\"gpu.example.com\"].model == \"a100\" || device.attributes[\"gpu.example.com\"].vendor == \"x\"",
+            ),
         )],
         &[claim("one", json!([exactly("gpus", "gpu", 1)]))],
         &two_gpu_slices(),
@@ -565,5 +567,265 @@ mod properties {
                 }
             }
         }
+    }
+}
+
+/// Extended resources backed by DRA (DR.11): the rows of `TestPlugin`
+/// (dynamicresources_test.go, v1.37.2) about extended resources, with its
+/// fixtures: node `worker`, driver `some-driver`'s pool `worker` of
+/// `instance-1` (or four instances), classes `my-resource-class` and
+/// `my-resource-class2` naming `example.com/gpu` and `example.com/gpu2`.
+mod extended_resources {
+    use super::*;
+    use kube_scheduler_sim::KubernetesVersion;
+
+    const GPU: &str = "example.com/gpu";
+    const GPU2: &str = "example.com/gpu2";
+
+    fn worker(allocatable: Value) -> Node {
+        let mut all = json!({"cpu": "8", "memory": "16Gi", "pods": "110"});
+        for (k, v) in allocatable.as_object().unwrap() {
+            all[k] = v.clone();
+        }
+        serde_json::from_value(json!({"metadata": {"name": "worker",
+            "labels": {"kubernetes.io/hostname": "worker"}},
+            "status": {"allocatable": all}}))
+        .unwrap()
+    }
+
+    fn worker_slice(instances: usize) -> Value {
+        let devices: Vec<Value> = (1..=instances)
+            .map(|i| json!({"name": format!("instance-{i}")}))
+            .collect();
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+               "metadata": {"name": "worker-some-driver"},
+               "spec": {"driver": "some-driver", "nodeName": "worker", "devices": devices,
+                        "pool": {"name": "worker", "generation": 1, "resourceSliceCount": 1}}})
+    }
+
+    fn named_class(name: &str, extended: Option<&str>) -> Value {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+               "metadata": {"name": name}, "spec": {"extendedResourceName": extended}})
+    }
+
+    fn classes() -> Vec<Value> {
+        vec![
+            named_class("my-resource-class", Some(GPU)),
+            named_class("my-resource-class2", Some(GPU2)),
+        ]
+    }
+
+    fn pod(containers: Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "my-pod", "namespace": "default", "uid": "1234"},
+            "spec": {"containers": containers},
+        }))
+        .unwrap()
+    }
+
+    fn requesting(requests: Value) -> Pod {
+        pod(json!([{"name": "c", "image": "x", "resources": {"requests": requests}}]))
+    }
+
+    fn state_of(node: Node, classes: &[Value], slices: &[Value]) -> ClusterState {
+        let mut state = ClusterState::new(&[node], &[], &[], true);
+        state.set_dra(&dra(classes, &[], slices));
+        state
+    }
+
+    /// A device request as (name, class, count).
+    type Request = (String, String, i64);
+
+    /// The extended-resource claim a placement recorded: its requests and
+    /// the devices allocated (`request:device`).
+    fn extended_claim(state: &ClusterState) -> Option<(Vec<Request>, Vec<String>)> {
+        let claim = state
+            .resource_claims()
+            .into_iter()
+            .find(|c| c.metadata.name.as_deref() == Some("my-pod-extended-resources"))?;
+        assert_eq!(
+            claim.metadata.annotations.as_ref().unwrap()["resource.kubernetes.io/extended-resource-claim"],
+            "true"
+        );
+        let requests = claim
+            .spec
+            .devices
+            .iter()
+            .flat_map(|d| d.requests.iter().flatten())
+            .map(|r| {
+                let exact = r.exactly.as_ref().unwrap();
+                (
+                    r.name.clone(),
+                    exact.device_class_name.clone(),
+                    exact.count.unwrap(),
+                )
+            })
+            .collect();
+        let devices = claim
+            .status
+            .iter()
+            .flat_map(|s| s.allocation.iter())
+            .flat_map(|a| a.devices.iter())
+            .flat_map(|d| d.results.iter().flatten())
+            .map(|r| format!("{}:{}", r.request, r.device))
+            .collect();
+        Some((requests, devices))
+    }
+
+    fn place(state: &mut ClusterState, pod: &Pod) -> Option<String> {
+        state.place(pod, &Options::default()).unwrap().node
+    }
+
+    // "extended-resource-name-with-node-resource": a device plugin serves it.
+    #[test]
+    fn a_node_advertising_the_resource_serves_it_without_a_claim() {
+        let mut state = state_of(worker(json!({GPU: "1"})), &classes(), &[worker_slice(1)]);
+        assert_eq!(
+            place(&mut state, &requesting(json!({GPU: "1"}))).as_deref(),
+            Some("worker")
+        );
+        assert_eq!(extended_claim(&state), None);
+    }
+
+    // "extended-resource-one-device-plugin-one-dra".
+    #[test]
+    fn only_the_resources_the_node_does_not_advertise_go_to_devices() {
+        let mut state = state_of(worker(json!({GPU: "1"})), &classes(), &[worker_slice(1)]);
+        let pod = requesting(json!({GPU: "1", GPU2: "1"}));
+        assert_eq!(place(&mut state, &pod).as_deref(), Some("worker"));
+        assert_eq!(
+            extended_claim(&state),
+            Some((
+                vec![(
+                    "container-0-request-1".into(),
+                    "my-resource-class2".into(),
+                    1
+                )],
+                vec!["container-0-request-1:instance-1".into()]
+            ))
+        );
+    }
+
+    // "extended-resource-name-with-zero-allocatable" and
+    // "extended-resource-name-with-resources".
+    #[test]
+    fn a_node_without_the_resource_serves_it_with_devices_of_its_class() {
+        let mut state = state_of(worker(json!({GPU: "0"})), &classes(), &[worker_slice(1)]);
+        assert_eq!(
+            place(&mut state, &requesting(json!({GPU: "1"}))).as_deref(),
+            Some("worker")
+        );
+        assert_eq!(
+            extended_claim(&state),
+            Some((
+                vec![(
+                    "container-0-request-0".into(),
+                    "my-resource-class".into(),
+                    1
+                )],
+                vec!["container-0-request-0:instance-1".into()]
+            ))
+        );
+        // The device is taken: a second pod finds none.
+        let mut second = requesting(json!({GPU: "1"}));
+        second.metadata.name = Some("second".into());
+        let result = state.evaluate(&second, &Options::default()).unwrap();
+        assert_eq!(result.unschedulable["worker"].message, CANNOT_ALLOCATE);
+    }
+
+    // "non-DRA-extended-resource-name-with-zero-allocatable": no class
+    // names the resource, so NodeResourcesFit checks it.
+    #[test]
+    fn a_resource_no_class_names_is_checked_by_node_resources_fit() {
+        let state = state_of(
+            worker(json!({GPU: "0"})),
+            &[named_class("my-resource-class", None)],
+            &[worker_slice(1)],
+        );
+        let result = state
+            .evaluate(&requesting(json!({GPU: "1"})), &Options::default())
+            .unwrap();
+        assert_eq!(
+            result.unschedulable["worker"].message,
+            format!("Insufficient {GPU}")
+        );
+    }
+
+    // "extended-resource-name-no-resource".
+    #[test]
+    fn no_devices_of_the_class_means_cannot_allocate_all_claims() {
+        let state = state_of(worker(json!({})), &classes(), &[]);
+        let result = state
+            .evaluate(&requesting(json!({GPU: "1"})), &Options::default())
+            .unwrap();
+        assert_eq!(result.unschedulable["worker"].message, CANNOT_ALLOCATE);
+    }
+
+    // "implicit-extended-resource-name-with-resources" and
+    // "...-two-containers-with-resources".
+    #[test]
+    fn implicit_class_names_are_served_too() {
+        let implicit = "deviceclass.resource.kubernetes.io/my-resource-class";
+        let mut state = state_of(worker(json!({})), &classes(), &[worker_slice(4)]);
+        let pod = requesting(json!({implicit: "1", GPU: "2"}));
+        assert_eq!(place(&mut state, &pod).as_deref(), Some("worker"));
+        let (requests, devices) = extended_claim(&state).unwrap();
+        assert_eq!(
+            requests,
+            vec![
+                (
+                    "container-0-request-0".into(),
+                    "my-resource-class".into(),
+                    1
+                ),
+                (
+                    "container-0-request-1".into(),
+                    "my-resource-class".into(),
+                    2
+                )
+            ]
+        );
+        assert_eq!(devices.len(), 3);
+
+        let mut state = state_of(worker(json!({})), &classes(), &[worker_slice(4)]);
+        let pod = self::pod(json!([
+            {"name": "c0", "image": "x", "resources": {"requests": {implicit: "1"}}},
+            {"name": "c1", "image": "x", "resources": {"requests": {GPU: "2"}}},
+        ]));
+        assert_eq!(place(&mut state, &pod).as_deref(), Some("worker"));
+        let (requests, _) = extended_claim(&state).unwrap();
+        assert_eq!(
+            requests,
+            vec![
+                (
+                    "container-0-request-0".into(),
+                    "my-resource-class".into(),
+                    1
+                ),
+                (
+                    "container-1-request-0".into(),
+                    "my-resource-class".into(),
+                    2
+                )
+            ]
+        );
+    }
+
+    // fit_test.go's "extended resource backed by DRA not enabled": before
+    // 1.36 the gate is off and NodeResourcesFit checks the resource.
+    #[test]
+    fn before_1_36_node_resources_fit_checks_the_resource() {
+        let state = state_of(worker(json!({})), &classes(), &[worker_slice(1)]);
+        let opts = Options {
+            kubernetes_version: KubernetesVersion::V1_35,
+            ..Options::default()
+        };
+        let result = state
+            .evaluate(&requesting(json!({GPU: "1"})), &opts)
+            .unwrap();
+        assert_eq!(
+            result.unschedulable["worker"].message,
+            format!("Insufficient {GPU}")
+        );
     }
 }

@@ -100,6 +100,13 @@ impl std::fmt::Debug for Selectors {
 }
 
 impl Selectors {
+    /// Compile the selectors of the class named `class`, if it exists.
+    pub(crate) fn add_class(&mut self, dra: &Dra, class: &str) {
+        if let Some(class) = dra.classes.get(class) {
+            self.add(dra, class.spec.selectors.as_deref().unwrap_or_default());
+        }
+    }
+
     fn add(&mut self, dra: &Dra, selectors: &[DeviceSelector]) {
         for expression in selectors.iter().filter_map(|s| s.cel.as_ref()) {
             let text = &expression.expression;
@@ -199,6 +206,45 @@ pub(crate) fn prepare<'a>(
         });
     }
     Ok(prepared)
+}
+
+/// The claim kube-scheduler builds for a pod's extended resources on a
+/// node (DR.11): one `ExactCount` request per container and resource, of
+/// the class serving the resource, without selectors, constraints or
+/// admin access. The classes' selectors must already be in `selectors`
+/// ([`Selectors::add_class`]).
+pub(crate) fn extended_claim<'a>(
+    dra: &'a Dra,
+    label: String,
+    requests: &'a [super::extended::ExtendedRequest],
+) -> Result<PreparedClaim<'a>, PrepareError> {
+    let mut prepared = Vec::with_capacity(requests.len());
+    for request in requests {
+        let Some(class) = dra.classes.get(&request.class) else {
+            return Err(format!(
+                "claim {label}, request {}: could not retrieve device class {}: deviceclass.resource.k8s.io \"{}\" not found",
+                request.name, request.class, request.class
+            ));
+        };
+        prepared.push(PreparedRequest {
+            name: &request.name,
+            alternatives: vec![Alternative {
+                name: &request.name,
+                class,
+                selectors: &[],
+                all: false,
+                count: request.count,
+                admin_access: false,
+                tolerations: &[],
+            }],
+            prioritized: false,
+        });
+    }
+    Ok(PreparedClaim {
+        label,
+        requests: prepared,
+        constraints: Vec::new(),
+    })
 }
 
 /// The fields of an `exactly` request or a subrequest.
@@ -320,7 +366,7 @@ pub(crate) const INVALID_POOLS: &str = "invalid resource pools were encountered"
 /// attempt, not only this node.
 pub(crate) fn allocate(
     dra: &Dra,
-    claims: &[PreparedClaim<'_>],
+    claims: &[&PreparedClaim<'_>],
     selectors: &Selectors,
     features: DraFeatures,
     node: u32,
@@ -387,7 +433,7 @@ pub(crate) fn allocate(
 /// The state of one search.
 struct Search<'s, 'a> {
     dra: &'s Dra,
-    claims: &'s [PreparedClaim<'a>],
+    claims: &'s [&'s PreparedClaim<'a>],
     selectors: &'s Selectors,
     features: DraFeatures,
     pools: &'s [Pool],
@@ -437,7 +483,7 @@ impl<'s, 'a> Search<'s, 'a> {
     /// A search over the pools the node with index `node` sees.
     fn new(
         dra: &'s Dra,
-        claims: &'s [PreparedClaim<'a>],
+        claims: &'s [&'s PreparedClaim<'a>],
         selectors: &'s Selectors,
         features: DraFeatures,
         node: u32,
@@ -1063,10 +1109,10 @@ pub(crate) fn supply(
     node_name: &str,
     node_labels: &BTreeMap<String, String>,
 ) -> Result<Vec<RequestSupply>, String> {
-    let claims = std::slice::from_ref(claim);
+    let claims = [claim];
     let mut search = Search::new(
         dra,
-        claims,
+        &claims,
         selectors,
         features,
         node,

@@ -8,6 +8,7 @@
 
 pub(crate) mod allocator;
 pub(crate) mod cel;
+pub(crate) mod extended;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -74,6 +75,9 @@ pub(crate) struct DraFeatures {
     pub(crate) binding_conditions: bool,
     /// The plugin scores the chosen `firstAvailable` alternative (1.35+).
     pub(crate) scores_alternatives: bool,
+    /// DRAExtendedResource (beta from 1.36): extended resources backed by
+    /// DeviceClasses (DR.11).
+    pub(crate) extended_resources: bool,
 }
 
 impl DraFeatures {
@@ -87,6 +91,7 @@ impl DraFeatures {
             partitionable_devices: from_1_36,
             binding_conditions: from_1_36,
             scores_alternatives: version >= KubernetesVersion::V1_35,
+            extended_resources: from_1_36,
         }
     }
 }
@@ -139,6 +144,8 @@ pub(crate) struct Dra {
     /// Selector verdicts per device, kept across evaluations: a
     /// selector's verdict on a device depends on nothing else.
     pub(crate) verdicts: std::sync::Arc<std::sync::Mutex<Verdicts>>,
+    /// The DeviceClass serving each extended resource name (DR.11).
+    pub(crate) extended: HashMap<String, String>,
 }
 
 /// CEL selector verdicts by expression and device handle.
@@ -183,6 +190,7 @@ impl Dra {
             let name = class.metadata.name.clone().unwrap_or_default();
             dra.classes.entry(name).or_insert_with(|| class.clone());
         }
+        dra.extended = extended::class_mapping(&dra.classes.values().collect::<Vec<_>>());
         for claim in &objects.claims {
             let key = object_key(&claim.metadata);
             dra.claims.entry(key).or_insert_with(|| claim.clone());

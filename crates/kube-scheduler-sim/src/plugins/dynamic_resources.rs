@@ -3,16 +3,22 @@
 //! node. Claims already allocated pin the nodes their devices reach;
 //! the others are allocated node by node by the structured-parameters
 //! allocator (the crate's `dra::allocator` module). From 1.35 the plugin also
-//! scores the `firstAvailable` alternative each node would get.
+//! scores the `firstAvailable` alternative each node would get. From 1.36
+//! it also serves the pod's extended resources that DeviceClasses name, on
+//! nodes that do not advertise them, with a claim of its own (DR.11).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceAllocationResult, DeviceRequestAllocationResult, ResourceClaim,
+    AllocationResult, DeviceAllocationResult, DeviceClaim, DeviceRequest,
+    DeviceRequestAllocationResult, ExactDeviceRequest, ResourceClaim,
     ResourceClaimConsumerReference, ResourceClaimSpec, ResourceClaimStatus,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube_validation::node_selector::NodeSelectorMatcher;
 
 use crate::dra::allocator::{self, Allocation, Attempt, PreparedClaim, Selectors};
+use crate::dra::extended::{self, ContainerRequests, ExtendedRequest};
 use crate::dra::{ClaimSource, DraFeatures};
 use crate::plugins::helper::default_normalize;
 use crate::pod_info::PodInfo;
@@ -111,8 +117,82 @@ struct Prepared<'a> {
     pinned: Vec<NodeSelectorMatcher>,
     /// The claims to allocate, checked.
     to_allocate: Vec<PreparedClaim<'a>>,
+    /// The pod's extended resources that DeviceClasses serve (DR.11).
+    extended: Option<ExtendedPlan>,
     selectors: Selectors,
     features: DraFeatures,
+}
+
+/// The extended resources of a pod that DeviceClasses serve, for the claim
+/// DynamicResources builds on each node that does not advertise them
+/// (DR.11).
+struct ExtendedPlan {
+    /// The pod's containers, init containers first.
+    containers: Vec<ContainerRequests>,
+    /// Each requested resource a class serves → that class.
+    mapped: BTreeMap<String, String>,
+    /// `<namespace>/<extended-resources>`: the claim as upstream names it
+    /// before it is created.
+    label: String,
+}
+
+impl ExtendedPlan {
+    /// The pod's extended resources that `state`'s classes serve, when any
+    /// (`preFilterExtendedResources`): requested (the pod's effective
+    /// request is not zero) and named by a DeviceClass.
+    fn of(state: &ClusterState, pod: &PodInfo, features: DraFeatures) -> Option<Self> {
+        if !features.extended_resources {
+            return None;
+        }
+        let containers = pod.extended.as_ref()?;
+        let requests = pod.requests.as_ref().ok()?;
+        let mapped: BTreeMap<String, String> = requests
+            .scalar
+            .iter()
+            .filter(|(name, want)| **want > 0 && extended::is_dra_extended_resource_name(name))
+            .filter_map(|(name, _)| {
+                let class = state.dra.extended.get(name.as_str())?;
+                Some((name.clone(), class.clone()))
+            })
+            .collect();
+        (!mapped.is_empty()).then(|| Self {
+            containers: containers.clone(),
+            mapped,
+            label: format!("{}/{EXTENDED_CLAIM_IN_MEMORY}", pod.namespace),
+        })
+    }
+
+    /// The device requests for `node`: the resources it does not advertise
+    /// (`filterExtendedResources`); none when it advertises them all.
+    fn requests_on(&self, state: &ClusterState, node: u32) -> Vec<ExtendedRequest> {
+        let allocatable = state.nodes[node as usize].allocatable.as_ref();
+        let delegated: BTreeMap<String, String> = self
+            .mapped
+            .iter()
+            .filter(|(name, _)| {
+                allocatable.map_or(0, |a| a.scalar.get(name.as_str()).copied().unwrap_or(0)) <= 0
+            })
+            .map(|(name, class)| (name.clone(), class.clone()))
+            .collect();
+        if delegated.is_empty() {
+            return Vec::new();
+        }
+        extended::device_requests(&self.containers, &delegated)
+    }
+}
+
+/// The name upstream gives the extended-resource claim until PreBind
+/// creates it (`specialClaimInMemName`).
+const EXTENDED_CLAIM_IN_MEMORY: &str = "<extended-resources>";
+
+/// What Filter found on a node that fits.
+#[derive(Debug, Default)]
+struct NodeFit {
+    /// One allocation per claim to allocate, in order.
+    allocations: Vec<Allocation>,
+    /// The extended-resource claim's requests and allocation, when the
+    /// node serves some of the pod's extended resources with devices.
+    extended: Option<(Vec<ExtendedRequest>, Allocation)>,
 }
 
 /// Why PreFilter stops: every node rejected, or a scheduling error.
@@ -129,7 +209,8 @@ fn prepare<'a>(
     features: DraFeatures,
 ) -> Result<Option<(Vec<Resolved<'a>>, Prepared<'a>)>, Stop> {
     let resolved = resolve(state, pod).map_err(Stop::AllNodes)?;
-    if resolved.is_empty() {
+    let extended = ExtendedPlan::of(state, pod, features);
+    if resolved.is_empty() && extended.is_none() {
         return Ok(None);
     }
     let mut pinned = Vec::new();
@@ -190,11 +271,15 @@ fn prepare<'a>(
     let mut selectors = Selectors::default();
     let to_allocate = allocator::prepare(&state.dra, &specs, features, &mut selectors)
         .map_err(|e| Stop::Error(format!("running \"DynamicResources\" filter plugin: {e}")))?;
+    for class in extended.iter().flat_map(|plan| plan.mapped.values()) {
+        selectors.add_class(&state.dra, class);
+    }
     Ok(Some((
         resolved,
         Prepared {
             pinned,
             to_allocate,
+            extended,
             selectors,
             features,
         },
@@ -212,24 +297,48 @@ enum Refusal {
 impl Prepared<'_> {
     /// Filter: `Ok(allocations)` of the claims to allocate when the node
     /// fits, else why not.
-    fn filter(&self, state: &ClusterState, node: u32) -> Result<Vec<Allocation>, Refusal> {
+    fn filter(&self, state: &ClusterState, node: u32) -> Result<NodeFit, Refusal> {
         let entry = &state.nodes[node as usize];
         let unavailable = self
             .pinned
             .iter()
             .any(|m| !m.matches(&entry.name, &entry.labels));
-        let mut allocations = Vec::new();
-        if !self.to_allocate.is_empty() {
+        let extended_requests = self
+            .extended
+            .as_ref()
+            .map(|plan| plan.requests_on(state, node))
+            .unwrap_or_default();
+        let extended_claim = match &self.extended {
+            Some(plan) if !extended_requests.is_empty() => Some(
+                allocator::extended_claim(&state.dra, plan.label.clone(), &extended_requests)
+                    .map_err(Refusal::Error)?,
+            ),
+            _ => None,
+        };
+        let claims: Vec<&PreparedClaim<'_>> = self
+            .to_allocate
+            .iter()
+            .chain(extended_claim.as_ref())
+            .collect();
+        let mut fit = NodeFit::default();
+        if !claims.is_empty() {
             match allocator::allocate(
                 &state.dra,
-                &self.to_allocate,
+                &claims,
                 &self.selectors,
                 self.features,
                 node,
                 &entry.name,
                 &entry.labels,
             ) {
-                Ok(Attempt::Allocated(found)) => allocations = found,
+                Ok(Attempt::Allocated(mut found)) => {
+                    if extended_claim.is_some()
+                        && let Some(allocation) = found.pop()
+                    {
+                        fit.extended = Some((extended_requests, allocation));
+                    }
+                    fit.allocations = found;
+                }
                 Ok(Attempt::NoFit) => return Err(Refusal::Node(CANNOT_ALLOCATE.to_owned())),
                 Ok(Attempt::InvalidPools) => {
                     return Err(Refusal::Node(allocator::INVALID_POOLS.to_owned()));
@@ -240,7 +349,7 @@ impl Prepared<'_> {
         if unavailable {
             return Err(Refusal::Node(NOT_AVAILABLE.to_owned()));
         }
-        Ok(allocations)
+        Ok(fit)
     }
 }
 
@@ -253,7 +362,7 @@ impl SchedulerPlugin for DynamicResources {
     }
 
     fn pre_filter<'a>(&self, cycle: &Cycle<'a>) -> PreFilter<'a> {
-        if cycle.pod.claims.is_empty() {
+        if cycle.pod.claims.is_empty() && cycle.pod.extended.is_none() {
             return PreFilter::Skip;
         }
         let state = cycle.state;
@@ -296,8 +405,8 @@ impl SchedulerPlugin for DynamicResources {
         let raw: Vec<i64> = scored
             .iter()
             .map(|node| {
-                let allocations = prepared.filter(cycle.state, *node).unwrap_or_default();
-                alternatives_score(&resolved, &allocations)
+                let fit = prepared.filter(cycle.state, *node).unwrap_or_default();
+                alternatives_score(&resolved, &fit.allocations)
             })
             .collect();
         let normalized = default_normalize(&raw, false);
@@ -350,13 +459,13 @@ pub(crate) fn reserve(
     version: crate::KubernetesVersion,
     node: u32,
 ) -> Vec<((String, String), ResourceClaim)> {
-    if pod.claims.is_empty() {
+    if pod.claims.is_empty() && pod.extended.is_none() {
         return Vec::new();
     }
     let Ok(Some((resolved, prepared))) = prepare(state, pod, DraFeatures::of(version)) else {
         return Vec::new();
     };
-    let Ok(allocations) = prepared.filter(state, node) else {
+    let Ok(fit) = prepared.filter(state, node) else {
         return Vec::new();
     };
     let consumer = ResourceClaimConsumerReference {
@@ -368,7 +477,10 @@ pub(crate) fn reserve(
             .clone()
             .unwrap_or_else(|| format!("{}/{}", pod.namespace, pod.name)),
     };
-    let mut fresh = allocations.into_iter();
+    let extended = fit
+        .extended
+        .map(|(requests, allocation)| extended_claim(pod, &consumer, &requests, allocation));
+    let mut fresh = fit.allocations.into_iter();
     resolved
         .into_iter()
         .map(|claim| {
@@ -395,7 +507,65 @@ pub(crate) fn reserve(
             }
             (claim.key, stored)
         })
+        .chain(extended)
         .collect()
+}
+
+/// The claim PreBind creates for the pod's extended resources (DR.11):
+/// named `<pod>-extended-resources` (upstream's API server appends five
+/// random characters), marked by the `resource.kubernetes.io/extended-resource-claim`
+/// annotation, owned by the pod, allocated and reserved for it.
+fn extended_claim(
+    pod: &PodInfo,
+    consumer: &ResourceClaimConsumerReference,
+    requests: &[ExtendedRequest],
+    allocation: Allocation,
+) -> ((String, String), ResourceClaim) {
+    let name = format!("{}-extended-resources", pod.name);
+    let requests = requests
+        .iter()
+        .map(|r| DeviceRequest {
+            name: r.name.clone(),
+            exactly: Some(ExactDeviceRequest {
+                device_class_name: r.class.clone(),
+                allocation_mode: Some("ExactCount".to_owned()),
+                count: Some(r.count),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let claim = ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            annotations: Some(BTreeMap::from([(
+                "resource.kubernetes.io/extended-resource-claim".to_owned(),
+                "true".to_owned(),
+            )])),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".to_owned(),
+                kind: "Pod".to_owned(),
+                name: pod.name.clone(),
+                uid: consumer.uid.clone(),
+                controller: Some(true),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+        spec: ResourceClaimSpec {
+            devices: Some(DeviceClaim {
+                requests: Some(requests),
+                ..Default::default()
+            }),
+        },
+        status: Some(ResourceClaimStatus {
+            allocation: Some(allocation_result(allocation)),
+            reserved_for: Some(vec![consumer.clone()]),
+            ..Default::default()
+        }),
+    };
+    ((pod.namespace.clone(), name), claim)
 }
 
 /// An allocation as a claim's `status.allocation`.
@@ -448,11 +618,27 @@ pub(crate) fn explain(
             ));
         }
     }
-    for claim in &prepared.to_allocate {
-        let alone = std::slice::from_ref(claim);
+    let extended_requests = prepared
+        .extended
+        .as_ref()
+        .map(|plan| plan.requests_on(state, node))
+        .unwrap_or_default();
+    let extended_claim = prepared.extended.as_ref().and_then(|plan| {
+        let label = format!("{} (the pod's extended resources)", plan.label);
+        (!extended_requests.is_empty())
+            .then(|| allocator::extended_claim(&state.dra, label, &extended_requests).ok())
+            .flatten()
+    });
+    let claims: Vec<&PreparedClaim<'_>> = prepared
+        .to_allocate
+        .iter()
+        .chain(extended_claim.as_ref())
+        .collect();
+    for claim in &claims {
+        let claim = *claim;
         let attempt = allocator::allocate(
             &state.dra,
-            alone,
+            &[claim],
             &prepared.selectors,
             features,
             node,
@@ -502,7 +688,7 @@ pub(crate) fn explain(
             }
         }
     }
-    if parts.is_empty() && !prepared.to_allocate.is_empty() {
+    if parts.is_empty() && !claims.is_empty() {
         parts.push(
             "each claim fits on its own, but not all together: they compete for the same devices"
                 .to_owned(),

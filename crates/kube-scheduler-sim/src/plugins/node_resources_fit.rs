@@ -87,6 +87,19 @@ pub fn fits_request(
     requested: &Resources,
     pods_on_node: i64,
 ) -> Vec<Insufficient> {
+    fits_request_delegating(pod, allocatable, requested, pods_on_node, &[])
+}
+
+/// [`fits_request`], leaving out the resources of `delegated` that the
+/// node does not advertise: DeviceClasses serve them there, and
+/// DynamicResources checks them (`shouldDelegateResourceToDRA`, DR.11).
+pub fn fits_request_delegating(
+    pod: &Resources,
+    allocatable: &Resources,
+    requested: &Resources,
+    pods_on_node: i64,
+    delegated: &[String],
+) -> Vec<Insufficient> {
     let mut out = Vec::new();
     if pods_on_node + 1 > allocatable.allowed_pods {
         out.push(Insufficient {
@@ -126,10 +139,36 @@ pub fn fits_request(
     );
     for (name, want) in &pod.scalar {
         let capacity = allocatable.scalar.get(name).copied().unwrap_or(0);
+        if capacity <= 0 && delegated.contains(name) {
+            continue;
+        }
         let used = requested.scalar.get(name).copied().unwrap_or(0);
         check(name, *want, capacity, used);
     }
     out
+}
+
+/// The pod's requested resources that a DeviceClass serves (DR.11, from
+/// 1.36): where a node does not advertise one, NodeResourcesFit leaves it
+/// to DynamicResources.
+pub(crate) fn delegated_resources(
+    state: &crate::ClusterState,
+    requests: &Resources,
+    version: crate::KubernetesVersion,
+) -> Vec<String> {
+    if !crate::dra::DraFeatures::of(version).extended_resources {
+        return Vec::new();
+    }
+    requests
+        .scalar
+        .iter()
+        .filter(|(name, want)| {
+            **want > 0
+                && crate::dra::extended::is_dra_extended_resource_name(name)
+                && state.dra.extended.contains_key(name.as_str())
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// `leastRequestedScore`: `(capacity − requested) × 100 / capacity`, 0
@@ -183,10 +222,17 @@ impl SchedulerPlugin for NodeResourcesFit {
             Ok(r) => r,
             Err(problem) => return PreFilter::Error(format!("pod {}: {problem}", pod.key())),
         };
+        let delegated = delegated_resources(state, requests, cycle.opts.kubernetes_version);
         PreFilter::Filter(Box::new(move |node| {
             let e = &state.nodes[node as usize];
             let allocatable = e.allocatable.as_ref()?;
-            let short = fits_request(requests, allocatable, &e.requested, e.pod_count);
+            let short = fits_request_delegating(
+                requests,
+                allocatable,
+                &e.requested,
+                e.pod_count,
+                &delegated,
+            );
             (!short.is_empty()).then(|| {
                 Rejection::many(
                     Plugin::NodeResourcesFit,
