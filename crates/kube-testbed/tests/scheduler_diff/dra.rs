@@ -8,9 +8,9 @@
 //! claims shared with an earlier pod.
 //!
 //! Pods are created one at a time, each after its claims; before each
-//! decision the simulator reads the DRA objects back from the API server,
-//! so that it sees the allocations the real scheduler wrote for the pods
-//! before. The verdict is compared as for the other scenarios
+//! pod is created the simulator reads the DRA objects back from the API
+//! server, so that it sees the allocations the real scheduler wrote for
+//! the pods before, and none for this one. The verdict is compared as for the other scenarios
 //! ([`super::expected`], [`super::agrees`]).
 
 use std::time::Duration;
@@ -43,6 +43,10 @@ pub struct DraTally {
     pub agreed: u64,
     /// Pods whose claims the real scheduler allocated.
     pub allocated: u64,
+    /// Decisions about pods asking for an extended resource a class serves
+    /// (DR.11), and how many of them were bound.
+    pub extended: u64,
+    pub extended_bound: u64,
 }
 
 fn from_json<T: k8s_openapi::serde::de::DeserializeOwned>(value: Value) -> T {
@@ -181,6 +185,73 @@ fn scenario(seed: u64) -> Scenario {
         slices,
         pending,
     }
+}
+
+/// The domain of the seed's extended resource (DR.11): `<prefix>.example.com`.
+const EXTENDED_DOMAIN: &str = "example.com";
+/// The prefix of a DeviceClass's implicit extended resource name.
+const IMPLICIT_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// Extended resources backed by DRA, for the releases that serve them
+/// (1.36 and later, DR.11): a class naming `<prefix>.example.com/gpu`
+/// (created before the cache probe's class), one node advertising one of
+/// it as a device plugin would, and pods asking for it or for the `a100`
+/// class's implicit name, placed among the others. A stream of its own
+/// leaves every other draw of the seed as it was.
+fn add_extended_resources(scenario: &mut Scenario, seed: u64) {
+    let mut rng = Rng::new(seed ^ 0xe87e_4ded);
+    let prefix = format!("dra-{seed}");
+    let resource = format!("{prefix}.{EXTENDED_DOMAIN}/gpu");
+    let class: DeviceClass = from_json(json!({
+        "metadata": {"name": format!("{prefix}-gpu-ext"), "labels": {"dra-seed": seed.to_string()}},
+        "spec": {"extendedResourceName": resource,
+                 "selectors": [{"cel": {"expression": format!("device.driver == '{GPU}'")}}]},
+    }));
+    let probe_at = scenario.classes.len().saturating_sub(1);
+    scenario.classes.insert(probe_at, class);
+    if let Some(status) = scenario.nodes.get_mut(1).and_then(|n| n.status.as_mut()) {
+        for list in [status.capacity.as_mut(), status.allocatable.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            list.insert(
+                resource.clone(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
+            );
+        }
+    }
+    for e in 0..rng.range(2, 4) {
+        let (name, count) = if rng.chance(30) {
+            (format!("{IMPLICIT_PREFIX}{prefix}-a100"), 1)
+        } else {
+            (resource.clone(), rng.range(1, 3))
+        };
+        let amount = json!({name: count.to_string()});
+        let pod: Pod = from_json(json!({
+            "metadata": {"name": format!("ext-{e}"), "namespace": scenario.namespace},
+            "spec": {
+                "containers": [{"name": "main", "image": "registry.example/app:1",
+                                "resources": {"requests": amount, "limits": amount}}],
+                "priorityClassName": PRIORITY_CLASSES[0].0,
+            },
+        }));
+        let at = rng.range(0, scenario.pending.len());
+        scenario.pending.insert(at, (pod, Vec::new()));
+    }
+}
+
+/// Whether a pod asks for an extended resource the seed's classes serve
+/// (DR.11): DynamicResources then holds a claim for it.
+pub fn requests_class_served_resource(pod: &Pod) -> bool {
+    pod.spec.iter().flat_map(|s| s.containers.iter()).any(|c| {
+        c.resources
+            .iter()
+            .flat_map(|r| r.requests.iter().flatten())
+            .any(|(name, _)| {
+                name.starts_with(IMPLICIT_PREFIX)
+                    || name.ends_with(&format!(".{EXTENDED_DOMAIN}/gpu"))
+            })
+    })
 }
 
 /// One claim of a random shape.
@@ -323,7 +394,10 @@ pub async fn run_seed(
     tally: &mut DraTally,
     mismatches: &mut Vec<String>,
 ) {
-    let scenario = scenario(seed);
+    let mut scenario = scenario(seed);
+    if super::options().kubernetes_version >= kube_scheduler_sim::KubernetesVersion::V1_36 {
+        add_extended_resources(&mut scenario, seed);
+    }
     let prefix = format!("dra-{seed}");
     let post = PostParams::default();
     let namespaces: Api<Namespace> = Api::all(client.clone());
@@ -372,11 +446,13 @@ pub async fn run_seed(
                 );
             }
         }
+        // Read before the pod exists: once it does, the real scheduler may
+        // already have written its allocations.
+        sim.set_dra(&dra_now(client, &scenario.namespace, seed).await);
         let created = match pods.create(&post, pod).await {
             Ok(pod) => pod,
             Err(error) => panic!("DRA seed {seed}: creating pod {name}: {error}"),
         };
-        sim.set_dra(&dra_now(client, &scenario.namespace, seed).await);
         let result = match sim.evaluate(&created, &options) {
             Ok(result) => result,
             Err(error) => panic!("DRA seed {seed}: the simulator failed on {name}: {error}"),
@@ -384,6 +460,9 @@ pub async fn run_seed(
         let want = expected(&result, &created);
         let real = decision(&pods, &name).await;
         tally.decisions += 1;
+        if requests_class_served_resource(&created) {
+            tally.extended += 1;
+        }
         if agrees(&want, &real) {
             tally.agreed += 1;
         } else {
@@ -397,6 +476,9 @@ pub async fn run_seed(
                 tally.bound += 1;
                 if !pod_claims.is_empty() {
                     tally.allocated += 1;
+                }
+                if requests_class_served_resource(&created) {
+                    tally.extended_bound += 1;
                 }
                 let mut bound = created.clone();
                 if let Some(spec) = bound.spec.as_mut() {

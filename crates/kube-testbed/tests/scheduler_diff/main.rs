@@ -87,12 +87,15 @@ fn post_filter_text(claims_resolved: bool) -> String {
     format!(" {dynamic_resources}{PREEMPTION_NEVER}")
 }
 
-/// Whether a pod refers to ResourceClaims.
+/// Whether DynamicResources holds claims for a pod: it refers to
+/// ResourceClaims, or asks for an extended resource a DeviceClass serves
+/// (DR.11).
 fn has_claims(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.resource_claims.as_ref())
         .is_some_and(|c| !c.is_empty())
+        || dra::requests_class_served_resource(pod)
 }
 
 /// How long kube-scheduler may take to forget a deleted pod it was
@@ -840,6 +843,10 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
     println!(
         "DRA: {} seeds, {} decisions ({} bound, {} of them with claims the real scheduler allocated; {} unschedulable), {} agreed",
         d.seeds, d.decisions, d.bound, d.allocated, d.unschedulable, d.agreed
+    );
+    println!(
+        "DRA extended resources (1.36 and later): {} decisions, {} bound",
+        d.extended, d.extended_bound
     );
     println!("generator restrictions (known deviations):");
     for deviation in generate::KNOWN_DEVIATIONS {
