@@ -829,3 +829,237 @@ mod extended_resources {
         );
     }
 }
+
+/// Consumable capacity (DR.12): rows of allocator_testing.go
+/// (dynamic-resource-allocation v0.37.2) played as pods placed one after
+/// another on one node, each with one claim.
+mod consumable_capacity {
+    use super::*;
+    use kube_scheduler_sim::KubernetesVersion;
+
+    fn device(name: &str, multiple: bool, capacity: Value) -> Value {
+        json!({"name": name, "allowMultipleAllocations": multiple, "capacity": capacity,
+               "attributes": {"model": {"string": name}}})
+    }
+
+    /// One `gpu` device, asking for `capacity` of capacity-0 if given.
+    fn request(capacity: Option<&str>) -> Value {
+        let mut exact = json!({"deviceClassName": "gpu", "count": 1});
+        if let Some(c) = capacity {
+            exact["capacity"] = json!({"requests": {"capacity-0": c}});
+        }
+        json!([{"name": "req", "exactly": exact}])
+    }
+
+    /// One node with a slice of `devices`; claims `c0`, `c1`, … of
+    /// `requests` placed by pods `p0`, `p1`, … one after another. Per pod:
+    /// the devices its claim got, whether as a share (a `shareID`), and the
+    /// capacity-0 the share consumes.
+    fn place_all(
+        devices: Value,
+        requests: &[Value],
+        opts: &Options,
+    ) -> Vec<Vec<(String, bool, Option<String>)>> {
+        let claims: Vec<Value> = requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| claim(&format!("c{i}"), r.clone()))
+            .collect();
+        let objects = dra(&[class("gpu", None)], &claims, &[slice("node-1", devices)]);
+        let mut state = state(&[node("node-1", json!({}))], &objects);
+        let mut out = Vec::new();
+        for i in 0..requests.len() {
+            let name = format!("c{i}");
+            let placed = state
+                .place(&pod_with_claims(&format!("p{i}"), &[&name]), opts)
+                .unwrap();
+            let claim = state
+                .resource_claims()
+                .into_iter()
+                .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+                .unwrap();
+            let got = claim
+                .status
+                .iter()
+                .flat_map(|s| s.allocation.iter())
+                .flat_map(|a| a.devices.iter())
+                .flat_map(|d| d.results.iter().flatten())
+                .map(|r| {
+                    let consumed = r
+                        .consumed_capacity
+                        .as_ref()
+                        .and_then(|c| c.get("capacity-0"))
+                        .map(|q| q.0.clone());
+                    (r.device.clone(), r.share_id.is_some(), consumed)
+                })
+                .collect();
+            assert_eq!(placed.node.is_some(), claim.status.is_some(), "p{i}");
+            out.push(got);
+        }
+        out
+    }
+
+    fn share(device: &str, consumed: Option<&str>) -> Vec<(String, bool, Option<String>)> {
+        vec![(device.to_owned(), true, consumed.map(str::to_owned))]
+    }
+
+    #[test]
+    fn a_device_without_capacity_is_shared_by_every_claim() {
+        // "...-multi-allocatable-device-without-capacity-without-capacity-request".
+        let devices = json!([device("dev1", true, json!({}))]);
+        let got = place_all(
+            devices,
+            &[request(None), request(None)],
+            &Options::default(),
+        );
+        assert_eq!(got, vec![share("dev1", None), share("dev1", None)]);
+    }
+
+    #[test]
+    fn a_request_without_capacity_consumes_the_whole_capacity() {
+        // "...-without-policy-without-capacity-request-block".
+        let devices = json!([device("dev1", true, json!({"capacity-0": {"value": "2"}}))]);
+        let got = place_all(
+            devices,
+            &[request(None), request(None)],
+            &Options::default(),
+        );
+        assert_eq!(got, vec![share("dev1", Some("2")), Vec::new()]);
+    }
+
+    #[test]
+    fn capacity_requests_share_a_device_until_it_is_used_up() {
+        // "...-without-policy-with-capacity-request", then a third.
+        let devices = json!([device("dev1", true, json!({"capacity-0": {"value": "2"}}))]);
+        let got = place_all(
+            devices,
+            &[request(Some("1")), request(Some("1")), request(Some("1"))],
+            &Options::default(),
+        );
+        assert_eq!(
+            got,
+            vec![
+                share("dev1", Some("1")),
+                share("dev1", Some("1")),
+                Vec::new()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_range_policy_rounds_requests_up_and_refuses_above_its_maximum() {
+        // "...-with-range-policy-step" and "...-with-request-over-max-sharing-policy".
+        let policy = json!({"capacity-0": {"value": "10", "requestPolicy": {"default": "2",
+            "validRange": {"min": "2", "step": "2", "max": "4"}}}});
+        let devices = json!([device("dev1", true, policy)]);
+        let got = place_all(
+            devices,
+            &[request(Some("3")), request(Some("6"))],
+            &Options::default(),
+        );
+        assert_eq!(got, vec![share("dev1", Some("4")), Vec::new()]);
+    }
+
+    #[test]
+    fn a_device_allowing_one_allocation_is_taken_whole_by_a_capacity_request() {
+        // "consumable-capacity-dedicated-device-with-(multiple-)consumable-capacity-request".
+        let devices = json!([device("dev1", false, json!({"capacity-0": {"value": "1"}}))]);
+        let got = place_all(
+            devices,
+            &[request(Some("1")), request(Some("1"))],
+            &Options::default(),
+        );
+        assert_eq!(
+            got,
+            vec![vec![("dev1".to_owned(), false, None)], Vec::new()]
+        );
+    }
+
+    #[test]
+    fn before_1_36_a_shareable_device_is_taken_whole() {
+        let devices = json!([device("dev1", true, json!({}))]);
+        let opts = Options {
+            kubernetes_version: KubernetesVersion::V1_35,
+            ..Options::default()
+        };
+        let got = place_all(devices, &[request(None), request(None)], &opts);
+        assert_eq!(
+            got,
+            vec![vec![("dev1".to_owned(), false, None)], Vec::new()]
+        );
+    }
+
+    #[test]
+    fn distinct_attribute_keeps_two_requests_off_one_shared_device() {
+        // "with-distinct-constraints": one shared device cannot serve both.
+        let two = json!({"requests": [
+                {"name": "a", "exactly": {"deviceClassName": "gpu"}},
+                {"name": "b", "exactly": {"deviceClassName": "gpu"}}],
+            "constraints": [{"distinctAttribute": format!("{DRIVER}/model")}]});
+        let claim_value = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "two", "namespace": "default"}, "spec": {"devices": two}});
+        let objects = dra(
+            &[class("gpu", None)],
+            std::slice::from_ref(&claim_value),
+            &[slice("node-1", json!([device("dev1", true, json!({}))]))],
+        );
+        let one = state(&[node("node-1", json!({}))], &objects);
+        let result = one
+            .evaluate(&pod_with_claims("p", &["two"]), &Options::default())
+            .unwrap();
+        assert_eq!(result.unschedulable["node-1"].message, CANNOT_ALLOCATE);
+        let objects = dra(
+            &[class("gpu", None)],
+            &[claim_value],
+            &[slice(
+                "node-1",
+                json!([
+                    device("dev1", true, json!({})),
+                    device("dev2", true, json!({}))
+                ]),
+            )],
+        );
+        let both = state(&[node("node-1", json!({}))], &objects);
+        let result = both
+            .evaluate(&pod_with_claims("p", &["two"]), &Options::default())
+            .unwrap();
+        assert_eq!(result.feasible, vec!["node-1".to_owned()]);
+    }
+
+    /// An allocated claim holding a share of `dev1` that consumes 1.
+    fn share_in_use() -> Value {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "held", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "req", "exactly": {"deviceClassName": "gpu"}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "req", "driver": DRIVER,
+                "pool": "node-1", "device": "dev1", "shareID": "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+                "consumedCapacity": {"capacity-0": "1"}}]}}}})
+    }
+
+    // "...-allocation-mode-all-in-use-insufficient": 1.37 fails an All
+    // request whose device has no room left, 1.36 leaves the device out.
+    #[test]
+    fn an_all_request_on_a_used_up_share_fails_in_1_37_and_skips_it_in_1_36() {
+        let all = json!([{"name": "req", "exactly": {"deviceClassName": "gpu",
+            "allocationMode": "All", "capacity": {"requests": {"capacity-0": "1"}}}}]);
+        let devices = json!([
+            device("dev1", true, json!({"capacity-0": {"value": "1"}})),
+            device("dev2", true, json!({"capacity-0": {"value": "1"}})),
+        ]);
+        let objects = dra(
+            &[class("gpu", None)],
+            &[share_in_use(), claim("all", all)],
+            &[slice("node-1", devices)],
+        );
+        let state = state(&[node("node-1", json!({}))], &objects);
+        let pod = pod_with_claims("p", &["all"]);
+        let result = state.evaluate(&pod, &Options::default()).unwrap();
+        assert_eq!(result.unschedulable["node-1"].message, CANNOT_ALLOCATE);
+        let opts = Options {
+            kubernetes_version: KubernetesVersion::V1_36,
+            ..Options::default()
+        };
+        let result = state.evaluate(&pod, &opts).unwrap();
+        assert_eq!(result.feasible, vec!["node-1".to_owned()]);
+    }
+}

@@ -13,8 +13,10 @@ use k8s_openapi::api::resource::v1::{
     Device, DeviceAttribute, DeviceClass, DeviceSelector, DeviceTaint, DeviceToleration,
     ResourceClaimSpec,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use kube_validation::Quantity;
 
+use super::capacity;
 use super::cel::{CompiledSelector, DeviceInput};
 use super::{DeviceId, Dra, DraFeatures, Pool, node_matches};
 
@@ -53,14 +55,19 @@ struct Alternative<'a> {
     count: i64,
     admin_access: bool,
     tolerations: &'a [DeviceToleration],
+    /// `capacity.requests`: what it asks of each capacity of a device
+    /// (DR.12).
+    capacity: Option<&'a BTreeMap<String, ApiQuantity>>,
 }
 
-/// A `matchAttribute` constraint.
+/// A `matchAttribute` constraint, or (DR.12) a `distinctAttribute` one.
 #[derive(Debug, Clone)]
 struct Constraint {
     /// The requests it applies to; empty means all of them.
     requests: HashSet<String>,
     attribute: String,
+    /// `distinctAttribute`: every device's value differs from the others'.
+    distinct: bool,
 }
 
 /// One device picked for a request.
@@ -74,6 +81,9 @@ pub(crate) struct Picked {
     pub(crate) slice: usize,
     /// Its index in that slice.
     pub(crate) device: usize,
+    /// A share of a device that allows several allocations (DR.12): its
+    /// `shareID` and the capacity it consumes.
+    pub(crate) share: Option<(String, capacity::Amounts)>,
 }
 
 /// The devices picked for one claim and the nodes they tie it to.
@@ -159,6 +169,7 @@ pub(crate) fn prepare<'a>(
                         count: s.count,
                         admin_access: false,
                         tolerations: s.tolerations.as_deref().unwrap_or_default(),
+                        capacity: s.capacity.as_ref().and_then(|c| c.requests.as_ref()),
                     })
                     .collect()
             } else if let Some(exact) = &request.exactly {
@@ -170,6 +181,7 @@ pub(crate) fn prepare<'a>(
                     count: exact.count,
                     admin_access: exact.admin_access == Some(true),
                     tolerations: exact.tolerations.as_deref().unwrap_or_default(),
+                    capacity: exact.capacity.as_ref().and_then(|c| c.requests.as_ref()),
                 }]
             } else {
                 Vec::new()
@@ -189,14 +201,22 @@ pub(crate) fn prepare<'a>(
             .flat_map(|d| d.constraints.iter().flatten())
             .enumerate()
         {
-            let Some(attribute) = &constraint.match_attribute else {
-                return Err(format!(
-                    "claim {label}, constraint #{i}: empty constraint (unsupported constraint type?)"
-                ));
+            let (attribute, distinct) = match (
+                &constraint.match_attribute,
+                &constraint.distinct_attribute,
+            ) {
+                (Some(attribute), _) => (attribute, false),
+                (None, Some(attribute)) if features.consumable_capacity => (attribute, true),
+                _ => {
+                    return Err(format!(
+                        "claim {label}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                    ));
+                }
             };
             constraints.push(Constraint {
                 requests: constraint.requests.iter().flatten().cloned().collect(),
                 attribute: attribute.clone(),
+                distinct,
             });
         }
         prepared.push(PreparedClaim {
@@ -236,6 +256,7 @@ pub(crate) fn extended_claim<'a>(
                 count: request.count,
                 admin_access: false,
                 tolerations: &[],
+                capacity: None,
             }],
             prioritized: false,
         });
@@ -256,6 +277,7 @@ struct AlternativeSource<'a> {
     count: Option<i64>,
     admin_access: bool,
     tolerations: &'a [DeviceToleration],
+    capacity: Option<&'a BTreeMap<String, ApiQuantity>>,
 }
 
 impl<'a> AlternativeSource<'a> {
@@ -315,6 +337,7 @@ impl<'a> AlternativeSource<'a> {
             count: self.count.unwrap_or(1),
             admin_access: self.admin_access,
             tolerations: self.tolerations,
+            capacity: self.capacity,
         })
     }
 }
@@ -450,7 +473,10 @@ struct Search<'s, 'a> {
     chosen: HashMap<(usize, usize), usize>,
     /// Per claim and constraint: the value every device must share, and
     /// how many devices share it.
-    constraint_values: Vec<Vec<(Option<AttributeValue>, usize)>>,
+    constraint_values: Vec<Vec<Vec<AttributeValue>>>,
+    /// Per device handle: the capacity the shares picked so far consume
+    /// (DR.12).
+    allocating_capacity: HashMap<u32, capacity::Amounts>,
     /// Per pool and counter set and counter: the quantity the devices
     /// picked so far consume.
     consumed: HashMap<(usize, String, String), i128>,
@@ -505,8 +531,9 @@ impl<'s, 'a> Search<'s, 'a> {
             chosen: HashMap::new(),
             constraint_values: claims
                 .iter()
-                .map(|c| vec![(None, 0); c.constraints.len()])
+                .map(|c| vec![Vec::new(); c.constraints.len()])
                 .collect(),
+            allocating_capacity: HashMap::new(),
             consumed: HashMap::new(),
         }
     }
@@ -586,7 +613,16 @@ impl<'s, 'a> Search<'s, 'a> {
                         slice: *slice,
                         device,
                     };
-                    if self.selectable(c, r, a, at)? {
+                    let alternative = &self.claims[c].requests[r].alternatives[a];
+                    // 1.37 checks the device's whole capacity here and its
+                    // room when taking it; 1.36 left out used-up shares.
+                    let room = self.capacity_room(
+                        alternative,
+                        at,
+                        self.features.all_skips_used_up_shares,
+                        false,
+                    );
+                    if self.selectable(c, r, a, at)? && room.is_some() {
                         devices.push(at);
                     }
                 }
@@ -776,7 +812,44 @@ impl<'s, 'a> Search<'s, 'a> {
         if admin_access {
             return !picking.is_some_and(|claims| claims.contains(&c));
         }
-        !self.dra.busy[handle as usize] && picking.is_none_or(Vec::is_empty)
+        // Without consumable capacity a share holds its device whole.
+        let shared = !self.features.consumable_capacity
+            && !self.dra.shares.is_empty()
+            && self.dra.shares.contains_key(&self.id(at));
+        !self.dra.busy[handle as usize] && picking.is_none_or(Vec::is_empty) && !shared
+    }
+
+    /// `CmpRequestOverCapacity` (DR.12): what taking `at` for `alternative`
+    /// consumes of its capacities, when it has room beside the shares of
+    /// allocated claims (`in_use`) and those picked so far (`allocating`);
+    /// `None` when it has not. Without the feature, or for a device that
+    /// allows one allocation when nothing asks for capacity, every device
+    /// has room and consumes nothing.
+    fn capacity_room(
+        &self,
+        alternative: &Alternative<'_>,
+        at: DeviceRef,
+        in_use: bool,
+        allocating: bool,
+    ) -> Option<capacity::Amounts> {
+        let device = self.device(at);
+        if !self.features.consumable_capacity
+            || (alternative.capacity.is_none() && device.allow_multiple_allocations != Some(true))
+        {
+            return Some(capacity::Amounts::new());
+        }
+        let held = if in_use && !self.dra.shares.is_empty() {
+            self.dra.shares.get(&self.id(at))
+        } else {
+            None
+        };
+        let picked = if allocating {
+            self.allocating_capacity
+                .get(&self.dra.handle(at.slice, at.device))
+        } else {
+            None
+        };
+        capacity::fits(alternative.capacity, device.capacity.as_ref(), held, picked)
     }
 
     /// `allocateDevice`: take a selectable device if it is free, its
@@ -790,15 +863,43 @@ impl<'s, 'a> Search<'s, 'a> {
         at: DeviceRef,
         must: bool,
     ) -> Result<Option<Undo>, String> {
-        let claim = &self.claims[c];
+        let claim = self.claims[c];
         let request = &claim.requests[r];
         let alternative = &request.alternatives[a];
         if !self.available(c, alternative.admin_access, at) {
             return Ok(None);
         }
         let device = self.device(at);
+        let handle = self.dra.handle(at.slice, at.device);
+        let (base, sub) = if request.prioritized {
+            (request.name, Some(alternative.name))
+        } else {
+            (request.name, None)
+        };
+        let name = match sub {
+            Some(sub) => format!("{base}/{sub}"),
+            None => base.to_owned(),
+        };
+        let multiple =
+            self.features.consumable_capacity && device.allow_multiple_allocations == Some(true);
+        // A request never takes the same device twice.
+        if multiple
+            && self.results[c]
+                .iter()
+                .any(|p| p.slice == at.slice && p.device == at.device && p.request == name)
+        {
+            return Ok(None);
+        }
+        let Some(consumed) = self.capacity_room(alternative, at, true, true) else {
+            return Ok(None);
+        };
+        // A shared device's counters are charged by its first share only.
+        let already_shared = multiple
+            && (self.allocating_capacity.contains_key(&handle)
+                || (!self.dra.shares.is_empty() && self.dra.shares.contains_key(&self.id(at))));
         let consumes = device.consumes_counters.as_deref().unwrap_or_default();
-        if !consumes.is_empty()
+        if !already_shared
+            && !consumes.is_empty()
             && (!self.features.partitionable_devices || !self.counters_suffice(at, consumes))
         {
             return Ok(None);
@@ -810,11 +911,6 @@ impl<'s, 'a> Search<'s, 'a> {
         {
             return Ok(None);
         }
-        let (base, sub) = if request.prioritized {
-            (request.name, Some(alternative.name))
-        } else {
-            (request.name, None)
-        };
         let id = self.id(at);
         let mut added = Vec::new();
         for (k, constraint) in claim.constraints.iter().enumerate() {
@@ -826,11 +922,11 @@ impl<'s, 'a> Search<'s, 'a> {
             }
             let value = lookup_attribute(device, &id.driver, &constraint.attribute)
                 .and_then(AttributeValue::of);
-            let slot = &mut self.constraint_values[c][k];
-            let fits = match (&value, &slot.0) {
-                (None, _) => false,
-                (Some(_), None) => true,
-                (Some(v), Some(held)) => slot.1 == 0 || v == held,
+            let held = &mut self.constraint_values[c][k];
+            let fits = match &value {
+                None => false,
+                Some(v) if constraint.distinct => !held.contains(v),
+                Some(v) => held.first().is_none_or(|first| first == v),
             };
             if !fits {
                 for k in added {
@@ -844,28 +940,38 @@ impl<'s, 'a> Search<'s, 'a> {
                 }
                 return Ok(None);
             }
-            if slot.1 == 0 {
-                slot.0 = value;
+            if let Some(v) = value {
+                held.push(v);
             }
-            slot.1 += 1;
             added.push(k);
         }
-        for consumption in consumes {
-            for (counter, amount) in &consumption.counters {
-                let nanos = Quantity::parse(&amount.value.0).map_or(0, Quantity::nanos);
-                *self
-                    .consumed
-                    .entry((at.pool, consumption.counter_set.clone(), counter.clone()))
-                    .or_default() += nanos;
+        if !already_shared {
+            for consumption in consumes {
+                for (counter, amount) in &consumption.counters {
+                    let nanos = Quantity::parse(&amount.value.0).map_or(0, Quantity::nanos);
+                    *self
+                        .consumed
+                        .entry((at.pool, consumption.counter_set.clone(), counter.clone()))
+                        .or_default() += nanos;
+                }
             }
         }
-        self.allocating
-            .entry(self.dra.handle(at.slice, at.device))
-            .or_default()
-            .push(c);
-        let name = match sub {
-            Some(sub) => format!("{base}/{sub}"),
-            None => base.to_owned(),
+        let share = if multiple {
+            let had_entry = self.allocating_capacity.contains_key(&handle);
+            capacity::add(
+                self.allocating_capacity.entry(handle).or_default(),
+                &consumed,
+                1,
+            );
+            let share_id = share_id(&claim.label, &name, &id);
+            Some((had_entry, (share_id, consumed)))
+        } else {
+            self.allocating.entry(handle).or_default().push(c);
+            None
+        };
+        let (had_entry, share) = match share {
+            Some((had, share)) => (had, Some(share)),
+            None => (false, None),
         };
         self.results[c].push(Picked {
             request: name,
@@ -873,29 +979,45 @@ impl<'s, 'a> Search<'s, 'a> {
             admin_access: alternative.admin_access,
             slice: at.slice,
             device: at.device,
+            share,
         });
-        Ok(Some(Undo { constraints: added }))
+        Ok(Some(Undo {
+            constraints: added,
+            charged_counters: !already_shared,
+            had_capacity_entry: had_entry,
+        }))
     }
 
     fn release_constraint(&mut self, c: usize, k: usize) {
-        let slot = &mut self.constraint_values[c][k];
-        slot.1 -= 1;
-        if slot.1 == 0 {
-            slot.0 = None;
-        }
+        self.constraint_values[c][k].pop();
     }
 
     /// Undo a [`Search::take`].
     fn give_back(&mut self, c: usize, at: DeviceRef, undo: Undo) {
-        self.results[c].pop();
+        let picked = self.results[c].pop();
         let handle = self.dra.handle(at.slice, at.device);
-        if let Some(claims) = self.allocating.get_mut(&handle)
-            && let Some(i) = claims.iter().rposition(|x| *x == c)
-        {
-            claims.remove(i);
+        match picked.and_then(|p| p.share) {
+            Some((_, consumed)) => {
+                if let Some(entry) = self.allocating_capacity.get_mut(&handle) {
+                    capacity::add(entry, &consumed, -1);
+                }
+                if !undo.had_capacity_entry {
+                    self.allocating_capacity.remove(&handle);
+                }
+            }
+            None => {
+                if let Some(claims) = self.allocating.get_mut(&handle)
+                    && let Some(i) = claims.iter().rposition(|x| *x == c)
+                {
+                    claims.remove(i);
+                }
+            }
         }
-        for k in undo.constraints {
+        for k in undo.constraints.into_iter().rev() {
             self.release_constraint(c, k);
+        }
+        if !undo.charged_counters {
+            return;
         }
         let device = self.device(at);
         for consumption in device.consumes_counters.iter().flatten() {
@@ -983,9 +1105,37 @@ impl<'s, 'a> Search<'s, 'a> {
     }
 }
 
-/// What a [`Search::take`] added to the constraints.
+/// What a [`Search::take`] did, to undo it.
 struct Undo {
+    /// The constraints it added a value to.
     constraints: Vec<usize>,
+    /// Whether it charged the device's counters.
+    charged_counters: bool,
+    /// For a share: whether the device had shares picked before it.
+    had_capacity_entry: bool,
+}
+
+/// A `shareID` for a share: a UUID made from the claim, the request and
+/// the device, so that the same allocation gets the same one (upstream's
+/// is random; only its uniqueness matters).
+fn share_id(claim: &str, request: &str, device: &DeviceId) -> String {
+    let mut hash: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for byte in [claim, request, &device.driver, &device.pool, &device.device]
+        .join("/")
+        .bytes()
+    {
+        hash ^= u128::from(byte);
+        hash = hash.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    let hex = format!("{hash:032x}");
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..32]
+    )
 }
 
 /// A device attribute by fully qualified name, or by the driver's domain

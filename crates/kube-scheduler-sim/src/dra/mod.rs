@@ -7,6 +7,7 @@
 //! [`allocator`]; CEL device selectors are evaluated by [`cel`].
 
 pub(crate) mod allocator;
+pub(crate) mod capacity;
 pub(crate) mod cel;
 pub(crate) mod extended;
 
@@ -78,6 +79,12 @@ pub(crate) struct DraFeatures {
     /// DRAExtendedResource (beta from 1.36): extended resources backed by
     /// DeviceClasses (DR.11).
     pub(crate) extended_resources: bool,
+    /// DRAConsumableCapacity (beta from 1.36): devices shared by several
+    /// allocations, capacity requests, `distinctAttribute` (DR.12).
+    pub(crate) consumable_capacity: bool,
+    /// 1.36 only: an `All` request leaves out the shared devices whose
+    /// capacity allocated claims already use up (1.37 fails it instead).
+    pub(crate) all_skips_used_up_shares: bool,
 }
 
 impl DraFeatures {
@@ -92,6 +99,8 @@ impl DraFeatures {
             binding_conditions: from_1_36,
             scores_alternatives: version >= KubernetesVersion::V1_35,
             extended_resources: from_1_36,
+            consumable_capacity: from_1_36,
+            all_skips_used_up_shares: version == KubernetesVersion::V1_36,
         }
     }
 }
@@ -146,6 +155,9 @@ pub(crate) struct Dra {
     pub(crate) verdicts: std::sync::Arc<std::sync::Mutex<Verdicts>>,
     /// The DeviceClass serving each extended resource name (DR.11).
     pub(crate) extended: HashMap<String, String>,
+    /// Devices allocated as shares (`shareID`) by claims without admin
+    /// access, with the capacity those shares consume (DR.12).
+    pub(crate) shares: HashMap<DeviceId, capacity::Amounts>,
 }
 
 /// CEL selector verdicts by expression and device handle.
@@ -226,9 +238,24 @@ impl Dra {
     /// Count the devices every allocated claim holds.
     fn recount_in_use(&mut self) {
         self.in_use.clear();
+        self.shares.clear();
         let held: Vec<DeviceId> = self.claims.values().flat_map(held_devices).collect();
         for id in held {
             self.hold(id, 1);
+        }
+        let shares: Vec<(DeviceId, capacity::Amounts)> =
+            self.claims.values().flat_map(held_shares).collect();
+        for (id, amounts) in shares {
+            self.share(id, &amounts, 1);
+        }
+    }
+
+    /// Count one more (`1`) or one less (`-1`) share of a device.
+    fn share(&mut self, id: DeviceId, amounts: &capacity::Amounts, sign: i128) {
+        let entry = self.shares.entry(id.clone()).or_default();
+        capacity::add(entry, amounts, sign);
+        if sign < 0 && entry.values().all(|v| *v == 0) {
+            self.shares.remove(&id);
         }
     }
 
@@ -263,6 +290,13 @@ impl Dra {
         for id in before {
             self.hold(id, -1);
         }
+        let shared_before = self.claims.get(&key).map(held_shares).unwrap_or_default();
+        for (id, amounts) in shared_before {
+            self.share(id, &amounts, -1);
+        }
+        for (id, amounts) in held_shares(&claim) {
+            self.share(id, &amounts, 1);
+        }
         for id in held_devices(&claim) {
             self.hold(id, 1);
         }
@@ -280,19 +314,49 @@ fn object_key(
     )
 }
 
-/// The devices a claim's allocation holds exclusively: every result
-/// without admin access.
-fn held_devices(claim: &ResourceClaim) -> Vec<DeviceId> {
-    let results = claim
+/// A claim's allocation results that hold devices: those without admin
+/// access.
+fn holding_results(
+    claim: &ResourceClaim,
+) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult> {
+    claim
         .status
         .as_ref()
         .and_then(|s| s.allocation.as_ref())
         .and_then(|a| a.devices.as_ref())
-        .and_then(|d| d.results.as_ref());
-    results
+        .and_then(|d| d.results.as_ref())
         .into_iter()
         .flatten()
         .filter(|r| r.admin_access != Some(true))
+}
+
+/// The devices a claim's allocation holds as shares (`shareID`), with the
+/// capacity each share consumes (DR.12).
+fn held_shares(claim: &ResourceClaim) -> Vec<(DeviceId, capacity::Amounts)> {
+    holding_results(claim)
+        .filter(|r| r.share_id.is_some())
+        .map(|r| {
+            let amounts = r
+                .consumed_capacity
+                .iter()
+                .flatten()
+                .map(|(name, q)| (name.clone(), capacity::nanos(q)))
+                .collect();
+            let id = DeviceId {
+                driver: r.driver.clone(),
+                pool: r.pool.clone(),
+                device: r.device.clone(),
+            };
+            (id, amounts)
+        })
+        .collect()
+}
+
+/// The devices a claim's allocation holds exclusively: every result
+/// without admin access and without a `shareID`.
+fn held_devices(claim: &ResourceClaim) -> Vec<DeviceId> {
+    holding_results(claim)
+        .filter(|r| r.share_id.is_none())
         .map(|r| DeviceId {
             driver: r.driver.clone(),
             pool: r.pool.clone(),

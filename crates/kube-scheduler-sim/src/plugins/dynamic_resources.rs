@@ -18,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube_validation::node_selector::NodeSelectorMatcher;
 
 use crate::dra::allocator::{self, Allocation, Attempt, PreparedClaim, Selectors};
+use crate::dra::capacity;
 use crate::dra::extended::{self, ContainerRequests, ExtendedRequest};
 use crate::dra::{ClaimSource, DraFeatures};
 use crate::plugins::helper::default_normalize;
@@ -578,13 +579,22 @@ fn allocation_result(allocation: Allocation) -> AllocationResult {
                 allocation
                     .devices
                     .into_iter()
-                    .map(|d| DeviceRequestAllocationResult {
-                        request: d.request,
-                        driver: d.id.driver,
-                        pool: d.id.pool,
-                        device: d.id.device,
-                        admin_access: d.admin_access.then_some(true),
-                        ..Default::default()
+                    .map(|d| {
+                        let (share_id, consumed) = d.share.unzip();
+                        DeviceRequestAllocationResult {
+                            request: d.request,
+                            driver: d.id.driver,
+                            pool: d.id.pool,
+                            device: d.id.device,
+                            admin_access: d.admin_access.then_some(true),
+                            share_id,
+                            consumed_capacity: consumed.filter(|c| !c.is_empty()).map(|c| {
+                                c.into_iter()
+                                    .map(|(name, amount)| (name, capacity::quantity(amount)))
+                                    .collect()
+                            }),
+                            ..Default::default()
+                        }
                     })
                     .collect(),
             ),
