@@ -47,6 +47,10 @@ pub struct DraTally {
     /// (DR.11), and how many of them were bound.
     pub extended: u64,
     pub extended_bound: u64,
+    /// Decisions about pods with a claim for a shared device (DR.12), and
+    /// how many of them were bound.
+    pub shared: u64,
+    pub shared_bound: u64,
 }
 
 fn from_json<T: k8s_openapi::serde::de::DeserializeOwned>(value: Value) -> T {
@@ -240,6 +244,70 @@ fn add_extended_resources(scenario: &mut Scenario, seed: u64) {
     }
 }
 
+/// The shared devices' driver (DR.12).
+const SHARED: &str = "shared.example.com";
+
+/// Consumable capacity, for the releases that have it (1.36 and later,
+/// DR.12): on the first two nodes a pool of devices that allow several
+/// allocations, one with 40 GiB of memory handed out in steps of 10 GiB
+/// (10 GiB by default, 40 GiB at most), one with 20 GiB and no policy, and
+/// one without capacity; a class selecting them; and 3–5 more pods, each
+/// with a claim for one of them asking for 15 GiB (20 once rounded), for
+/// 50 GiB (above the maximum), or for nothing (the default, or all of a
+/// device without policy), placed among the others. A stream of its own
+/// leaves every other draw of the seed as it was.
+fn add_shared_devices(scenario: &mut Scenario, seed: u64) {
+    let mut rng = Rng::new(seed ^ 0x5ba2_ed00);
+    let prefix = format!("dra-{seed}");
+    let seed_label = seed.to_string();
+    let class: DeviceClass = from_json(json!({
+        "metadata": {"name": format!("{prefix}-shared"), "labels": {"dra-seed": seed_label}},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{SHARED}'")}}]},
+    }));
+    let probe_class = scenario.classes.len().saturating_sub(1);
+    scenario.classes.insert(probe_class, class);
+    let probe_slice = scenario.slices.len().saturating_sub(1);
+    for node in scenario.nodes.iter().take(2) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let slice: ResourceSlice = from_json(json!({
+            "metadata": {"name": format!("{name}-shared"), "labels": {"dra-seed": seed_label}},
+            "spec": {"driver": SHARED, "nodeName": name,
+                     "pool": {"name": format!("{name}-shared"), "generation": 1, "resourceSliceCount": 1},
+                     "devices": [
+                         {"name": "stepped", "allowMultipleAllocations": true,
+                          "capacity": {"memory": {"value": "40Gi", "requestPolicy": {"default": "10Gi",
+                              "validRange": {"min": "10Gi", "step": "10Gi", "max": "40Gi"}}}}},
+                         {"name": "plain", "allowMultipleAllocations": true,
+                          "capacity": {"memory": {"value": "20Gi"}}},
+                         {"name": "bare", "allowMultipleAllocations": true}]},
+        }));
+        scenario.slices.insert(probe_slice, slice);
+    }
+    for e in 0..rng.range(3, 5) {
+        let pod_name = format!("shared-{e}");
+        let mut exact = json!({"deviceClassName": format!("{prefix}-shared")});
+        match rng.below(3) {
+            0 => exact["capacity"] = json!({"requests": {"memory": "15Gi"}}),
+            1 => exact["capacity"] = json!({"requests": {"memory": "50Gi"}}),
+            _ => {}
+        }
+        let claim: ResourceClaim = from_json(json!({
+            "metadata": {"name": format!("{pod_name}-c0"), "namespace": scenario.namespace},
+            "spec": {"devices": {"requests": [{"name": "share", "exactly": exact}]}},
+        }));
+        let pod: Pod = from_json(json!({
+            "metadata": {"name": pod_name, "namespace": scenario.namespace},
+            "spec": {
+                "containers": [{"name": "main", "image": "registry.example/app:1"}],
+                "resourceClaims": [{"name": "c0", "resourceClaimName": format!("{pod_name}-c0")}],
+                "priorityClassName": PRIORITY_CLASSES[0].0,
+            },
+        }));
+        let at = rng.range(0, scenario.pending.len());
+        scenario.pending.insert(at, (pod, vec![claim]));
+    }
+}
+
 /// Whether a pod asks for an extended resource the seed's classes serve
 /// (DR.11): DynamicResources then holds a claim for it.
 pub fn requests_class_served_resource(pod: &Pod) -> bool {
@@ -397,6 +465,7 @@ pub async fn run_seed(
     let mut scenario = scenario(seed);
     if super::options().kubernetes_version >= kube_scheduler_sim::KubernetesVersion::V1_36 {
         add_extended_resources(&mut scenario, seed);
+        add_shared_devices(&mut scenario, seed);
     }
     let prefix = format!("dra-{seed}");
     let post = PostParams::default();
@@ -463,6 +532,9 @@ pub async fn run_seed(
         if requests_class_served_resource(&created) {
             tally.extended += 1;
         }
+        if name.starts_with("shared-") {
+            tally.shared += 1;
+        }
         if agrees(&want, &real) {
             tally.agreed += 1;
         } else {
@@ -479,6 +551,9 @@ pub async fn run_seed(
                 }
                 if requests_class_served_resource(&created) {
                     tally.extended_bound += 1;
+                }
+                if name.starts_with("shared-") {
+                    tally.shared_bound += 1;
                 }
                 let mut bound = created.clone();
                 if let Some(spec) = bound.spec.as_mut() {

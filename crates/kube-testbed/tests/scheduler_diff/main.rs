@@ -848,6 +848,10 @@ async fn the_simulator_decides_as_the_real_scheduler_on_random_clusters() {
         "DRA extended resources (1.36 and later): {} decisions, {} bound",
         d.extended, d.extended_bound
     );
+    println!(
+        "DRA shared devices (1.36 and later): {} decisions, {} bound",
+        d.shared, d.shared_bound
+    );
     println!("generator restrictions (known deviations):");
     for deviation in generate::KNOWN_DEVIATIONS {
         println!("  - {deviation}");
