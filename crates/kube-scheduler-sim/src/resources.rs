@@ -607,16 +607,21 @@ mod tests {
                 status
             })
             .collect();
-        let conditions: Vec<serde_json::Value> = pending
-            .map(|reason| serde_json::json!({"type": "PodResizePending", "status": "True", "reason": reason}))
-            .into_iter()
-            .collect();
+        let conditions = resize_pending(pending);
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": "p"},
             "spec": {"containers": spec},
             "status": {"containerStatuses": statuses, "conditions": conditions},
         }))
         .unwrap()
+    }
+
+    /// A `PodResizePending` condition with reason `pending`, if any.
+    fn resize_pending(pending: Option<&str>) -> Vec<serde_json::Value> {
+        pending
+            .map(|reason| serde_json::json!({"type": "PodResizePending", "status": "True", "reason": reason}))
+            .into_iter()
+            .collect()
     }
 
     fn cpu(pod: &Pod) -> i64 {
@@ -643,10 +648,7 @@ mod tests {
         actuated: serde_json::Value,
         pending: Option<&str>,
     ) -> Pod {
-        let conditions: Vec<serde_json::Value> = pending
-            .map(|reason| serde_json::json!({"type": "PodResizePending", "status": "True", "reason": reason}))
-            .into_iter()
-            .collect();
+        let conditions = resize_pending(pending);
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": "p"},
             "spec": {"resources": {"requests": spec},

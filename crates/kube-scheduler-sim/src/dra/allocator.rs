@@ -14,7 +14,6 @@ use k8s_openapi::api::resource::v1::{
     ResourceClaimSpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
-use kube_validation::Quantity;
 
 use super::capacity;
 use super::cel::{CompiledSelector, DeviceInput};
@@ -948,7 +947,7 @@ impl<'s, 'a> Search<'s, 'a> {
         if !already_shared {
             for consumption in consumes {
                 for (counter, amount) in &consumption.counters {
-                    let nanos = Quantity::parse(&amount.value.0).map_or(0, Quantity::nanos);
+                    let nanos = capacity::nanos(&amount.value);
                     *self
                         .consumed
                         .entry((at.pool, consumption.counter_set.clone(), counter.clone()))
@@ -1022,7 +1021,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let device = self.device(at);
         for consumption in device.consumes_counters.iter().flatten() {
             for (counter, amount) in &consumption.counters {
-                let nanos = Quantity::parse(&amount.value.0).map_or(0, Quantity::nanos);
+                let nanos = capacity::nanos(&amount.value);
                 if let Some(used) = self.consumed.get_mut(&(
                     at.pool,
                     consumption.counter_set.clone(),
@@ -1056,7 +1055,7 @@ impl<'s, 'a> Search<'s, 'a> {
                     .get(&(at.pool, consumption.counter_set.clone(), counter.clone()))
                     .copied()
                     .unwrap_or(0);
-                let wanted = Quantity::parse(&amount.value.0).map_or(0, Quantity::nanos);
+                let wanted = capacity::nanos(&amount.value);
                 if available - allocated < picked + wanted {
                     return false;
                 }
@@ -1071,7 +1070,7 @@ impl<'s, 'a> Search<'s, 'a> {
             .flat_map(|s| self.dra.slices[*s].spec.shared_counters.iter().flatten())
             .find(|c| c.name == set)
             .and_then(|c| c.counters.get(counter))
-            .map(|c| Quantity::parse(&c.value.0).map_or(0, Quantity::nanos))
+            .map(|c| capacity::nanos(&c.value))
     }
 
     /// What devices of the pool already allocated consume of a counter.
@@ -1096,7 +1095,7 @@ impl<'s, 'a> Search<'s, 'a> {
                     if consumption.counter_set == set
                         && let Some(c) = consumption.counters.get(counter)
                     {
-                        total += Quantity::parse(&c.value.0).map_or(0, Quantity::nanos);
+                        total += capacity::nanos(&c.value);
                     }
                 }
             }

@@ -65,6 +65,26 @@ pub(crate) fn class_mapping(classes: &[&DeviceClass]) -> HashMap<String, String>
         .collect()
 }
 
+/// The pod's requested resources (`requests`, its effective requests) that
+/// a DeviceClass of `dra` serves, each with that class
+/// (`preFilterExtendedResources`, and `shouldDelegateResourceToDRA` before
+/// it looks at the node); none while DRAExtendedResource is off.
+pub(crate) fn served_resources(
+    dra: &super::Dra,
+    requests: &crate::resources::Resources,
+    features: super::DraFeatures,
+) -> BTreeMap<String, String> {
+    if !features.extended_resources {
+        return BTreeMap::new();
+    }
+    requests
+        .scalar
+        .iter()
+        .filter(|(name, want)| **want > 0 && is_dra_extended_resource_name(name))
+        .filter_map(|(name, _)| Some((name.clone(), dra.extended.get(name.as_str())?.clone())))
+        .collect()
+}
+
 /// One container's requests, as the device requests are built from them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContainerRequests {

@@ -142,20 +142,9 @@ impl ExtendedPlan {
     /// (`preFilterExtendedResources`): requested (the pod's effective
     /// request is not zero) and named by a DeviceClass.
     fn of(state: &ClusterState, pod: &PodInfo, features: DraFeatures) -> Option<Self> {
-        if !features.extended_resources {
-            return None;
-        }
         let containers = pod.extended.as_ref()?;
         let requests = pod.requests.as_ref().ok()?;
-        let mapped: BTreeMap<String, String> = requests
-            .scalar
-            .iter()
-            .filter(|(name, want)| **want > 0 && extended::is_dra_extended_resource_name(name))
-            .filter_map(|(name, _)| {
-                let class = state.dra.extended.get(name.as_str())?;
-                Some((name.clone(), class.clone()))
-            })
-            .collect();
+        let mapped = extended::served_resources(&state.dra, requests, features);
         (!mapped.is_empty()).then(|| Self {
             containers: containers.clone(),
             mapped,

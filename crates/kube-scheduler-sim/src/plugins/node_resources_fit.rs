@@ -156,18 +156,9 @@ pub(crate) fn delegated_resources(
     requests: &Resources,
     version: crate::KubernetesVersion,
 ) -> Vec<String> {
-    if !crate::dra::DraFeatures::of(version).extended_resources {
-        return Vec::new();
-    }
-    requests
-        .scalar
-        .iter()
-        .filter(|(name, want)| {
-            **want > 0
-                && crate::dra::extended::is_dra_extended_resource_name(name)
-                && state.dra.extended.contains_key(name.as_str())
-        })
-        .map(|(name, _)| name.clone())
+    let features = crate::dra::DraFeatures::of(version);
+    crate::dra::extended::served_resources(&state.dra, requests, features)
+        .into_keys()
         .collect()
 }
 
